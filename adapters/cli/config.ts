@@ -1,0 +1,95 @@
+/**
+ * Service configuration: flags win over environment variables, which win over defaults.
+ */
+import { GatehouseError } from '../../src/index.js';
+
+/** Everything `gatehouse serve` and `gatehouse mcp` need to open a Gatehouse. */
+export interface ServiceConfig {
+  /** SQLite file. @default .gatehouse/gatehouse.db (env GATEHOUSE_DB) */
+  database: string;
+  /** PostgreSQL URL; when set, SQLite is not used. (env DATABASE_URL) */
+  databaseUrl: string | undefined;
+  /** Policy file; the built-in policy when unset. (env GATEHOUSE_POLICY) */
+  policy: string | undefined;
+  /** Redis URL for shared TTL data. (env REDIS_URL) */
+  redisUrl: string | undefined;
+  /** SQLite durability. @default normal (env GATEHOUSE_DURABILITY) */
+  durability: 'normal' | 'full';
+  /** Log level. @default info (env GATEHOUSE_LOG_LEVEL) */
+  logLevel: string;
+}
+
+/** `serve` only. */
+export interface ServeConfig extends ServiceConfig {
+  /** @default 127.0.0.1 (env GATEHOUSE_HOST) */
+  host: string;
+  /** @default 8787 (env GATEHOUSE_PORT) */
+  port: number;
+  /** Development only: allow http:// webhook URLs on loopback. @default false (env GATEHOUSE_ALLOW_INSECURE_LOOPBACK_WEBHOOKS=1) */
+  allowInsecureLoopbackWebhooks: boolean;
+  /** Requests per second per key. @default 100 (env GATEHOUSE_RATE_LIMIT; 0 turns it off) */
+  rateLimit: number;
+  /** @default 65536 (env GATEHOUSE_MAX_BODY_BYTES) */
+  maxBodyBytes: number;
+}
+
+type Flags = Record<string, unknown>;
+const env = process.env;
+
+function flagOrEnv(flags: Flags, flag: string, envName: string): string | undefined {
+  const v = flags[flag];
+  if (typeof v === 'string' && v !== '') return v;
+  const e = env[envName];
+  return e === undefined || e === '' ? undefined : e;
+}
+
+function integer(value: string | undefined, name: string, fallback: number, min = 0, max = 2 ** 31): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new GatehouseError(
+      'invalid_request',
+      `${name} must be an integer from ${min} to ${max}, got '${value}'.`,
+    );
+  }
+  return n;
+}
+
+/** Reads the shared options. */
+export function readServiceConfig(flags: Flags): ServiceConfig {
+  const durability = flagOrEnv(flags, 'durability', 'GATEHOUSE_DURABILITY') ?? 'normal';
+  if (durability !== 'normal' && durability !== 'full') {
+    throw new GatehouseError(
+      'invalid_request',
+      `--durability must be 'normal' or 'full', got '${durability}'.`,
+    );
+  }
+  return {
+    database: flagOrEnv(flags, 'database', 'GATEHOUSE_DB') ?? '.gatehouse/gatehouse.db',
+    databaseUrl: flagOrEnv(flags, 'databaseUrl', 'DATABASE_URL'),
+    policy: flagOrEnv(flags, 'policy', 'GATEHOUSE_POLICY'),
+    redisUrl: flagOrEnv(flags, 'redisUrl', 'REDIS_URL'),
+    durability,
+    logLevel: flagOrEnv(flags, 'logLevel', 'GATEHOUSE_LOG_LEVEL') ?? 'info',
+  };
+}
+
+/** Reads `serve`'s options. */
+export function readServeConfig(flags: Flags): ServeConfig {
+  const insecure =
+    flags['allowInsecureLoopbackWebhooks'] === true ||
+    env['GATEHOUSE_ALLOW_INSECURE_LOOPBACK_WEBHOOKS'] === '1';
+  return {
+    ...readServiceConfig(flags),
+    host: flagOrEnv(flags, 'host', 'GATEHOUSE_HOST') ?? '127.0.0.1',
+    port: integer(flagOrEnv(flags, 'port', 'GATEHOUSE_PORT'), '--port', 8787, 0, 65535),
+    allowInsecureLoopbackWebhooks: insecure,
+    rateLimit: integer(flagOrEnv(flags, 'rateLimit', 'GATEHOUSE_RATE_LIMIT'), '--rate-limit', 100),
+    maxBodyBytes: integer(
+      flagOrEnv(flags, 'maxBodyBytes', 'GATEHOUSE_MAX_BODY_BYTES'),
+      '--max-body-bytes',
+      65536,
+      1024,
+    ),
+  };
+}

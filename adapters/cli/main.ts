@@ -1,0 +1,276 @@
+#!/usr/bin/env node
+/**
+ * The `gatehouse` command.
+ */
+import { readFileSync } from 'node:fs';
+import { Command, Option } from 'commander';
+import pino from 'pino';
+import {
+  compilePolicy,
+  createApiKey,
+  createIdGenerator,
+  DEFAULT_KEY_SOURCES,
+  DEFAULT_POLICY_YAML,
+  EVENT_TYPES,
+  type HistoryEvent,
+  isGatehouseError,
+  SCOPES,
+  type Scope,
+  systemRandomBytes,
+} from '../../src/index.js';
+import { readServeConfig, readServiceConfig } from './config.js';
+import { openGatehouse, openStore } from './openService.js';
+import { banner, startService } from './serve.js';
+
+const program = new Command();
+program
+  .name('gatehouse')
+  .description('Governed state and an action gate for AI agents.')
+  .showHelpAfterError('(run with --help for usage)');
+
+function storeOptions(cmd: Command): Command {
+  return cmd
+    .option('--database <file>', 'SQLite file (env GATEHOUSE_DB)', undefined)
+    .option('--database-url <url>', 'PostgreSQL URL instead of SQLite (env DATABASE_URL)')
+    .option('--policy <file>', 'policy YAML file (env GATEHOUSE_POLICY); the built-in policy when unset')
+    .option('--log-level <level>', 'fatal, error, warn, info, debug (env GATEHOUSE_LOG_LEVEL)');
+}
+
+storeOptions(program.command('serve'))
+  .description(
+    'run the /v1 HTTP API, /mcp and the webhook sender (default 127.0.0.1:8787, SQLite .gatehouse/gatehouse.db)',
+  )
+  .option('--host <host>', 'address to bind (env GATEHOUSE_HOST)')
+  .option('--port <port>', 'port; 0 picks a free one (env GATEHOUSE_PORT)')
+  .option('--redis-url <url>', 'Redis for shared TTL data across instances (env REDIS_URL)')
+  .option('--rate-limit <n>', 'requests per second per API key, 0 = off (env GATEHOUSE_RATE_LIMIT)')
+  .option('--max-body-bytes <n>', 'largest request body (env GATEHOUSE_MAX_BODY_BYTES)')
+  .addOption(
+    new Option('--durability <mode>', 'SQLite: normal (crash-safe) or full (power-loss-safe)').choices([
+      'normal',
+      'full',
+    ]),
+  )
+  .option('--allow-insecure-loopback-webhooks', 'DEVELOPMENT ONLY: allow http:// webhooks to loopback')
+  .action(async (flags) => {
+    const config = readServeConfig(flags);
+    const log = pino({ level: config.logLevel }, pino.destination(2));
+    const service = await startService(config, log);
+    process.stdout.write(`${banner(service, config)}\n`);
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      log.info({ signal }, 'shutting down');
+      service.close().then(
+        () => process.exit(0),
+        (err: unknown) => {
+          log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+    process.on('SIGHUP', () => void service.reloadPolicy());
+  });
+
+storeOptions(program.command('mcp'))
+  .description('run the MCP server over stdio (stdout carries only the protocol; logs go to stderr)')
+  .option('--session <id>', 'default session_id for tools called without one')
+  .option(
+    '--sources <list>',
+    'comma-separated sources the client may claim (default: tool_output,retrieval,agent_inference)',
+  )
+  .action(async (flags) => {
+    const config = readServiceConfig(flags);
+    const log = pino({ level: config.logLevel }, pino.destination(2));
+    const { runStdioServer } = await import('../mcp/index.js');
+    const gatehouse = await openGatehouse(config);
+    const sources =
+      typeof flags.sources === 'string'
+        ? flags.sources
+            .split(',')
+            .map((s: string) => s.trim())
+            .filter(Boolean)
+        : undefined;
+    await runStdioServer({
+      gatehouse,
+      ...(flags.session ? { defaultSessionId: flags.session as string } : {}),
+      ...(sources ? { allowedSources: sources } : {}),
+      logger: log,
+    });
+  });
+
+const keys = program.command('keys').description('manage API keys');
+storeOptions(keys.command('create'))
+  .description('create an API key (printed once)')
+  .option('--tenant <id>', 'tenant the key belongs to', 'default')
+  .option('--name <name>', 'a label', 'key')
+  .option('--scopes <list>', `comma-separated: ${SCOPES.join(', ')}`, 'admin')
+  .option('--sources <list>', 'comma-separated sources the key may write', DEFAULT_KEY_SOURCES.join(','))
+  .action(async (flags) => {
+    const scopes = String(flags.scopes)
+      .split(',')
+      .map((s) => s.trim());
+    const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
+    if (unknown.length > 0)
+      throw new Error(`Unknown scope(s): ${unknown.join(', ')}; allowed: ${SCOPES.join(', ')}.`);
+    const store = await openStore(readServiceConfig(flags));
+    try {
+      const { secret, key } = await createApiKey(
+        store,
+        { ids: createIdGenerator(), randomBytes: systemRandomBytes, now: new Date() },
+        {
+          tenantId: flags.tenant,
+          name: flags.name,
+          scopes: scopes as Scope[],
+          sources: String(flags.sources)
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
+        },
+      );
+      process.stdout.write(
+        `${secret}\n\nid ${key.id}, tenant ${key.tenant_id}, scopes ${key.scopes.join(',')}, sources ${key.sources.join(',')}\nThe key is shown only once.\n`,
+      );
+    } finally {
+      await store.close();
+    }
+  });
+storeOptions(keys.command('list'))
+  .description('list API keys (never their secrets)')
+  .option('--tenant <id>', 'only this tenant')
+  .action(async (flags) => {
+    const store = await openStore(readServiceConfig(flags));
+    try {
+      const rows = await store.listApiKeys(flags.tenant);
+      for (const k of rows) {
+        process.stdout.write(
+          `${k.id}  ${k.prefix}…  tenant=${k.tenant_id}  name=${k.name}  scopes=${k.scopes.join(',')}  sources=${k.sources.join(',')}  ${k.revoked_at ? `revoked ${k.revoked_at}` : 'active'}\n`,
+        );
+      }
+      if (rows.length === 0) process.stdout.write('no keys\n');
+    } finally {
+      await store.close();
+    }
+  });
+storeOptions(keys.command('revoke'))
+  .description('revoke an API key by id')
+  .argument('<id>', 'key id (key_…)')
+  .action(async (id: string, flags) => {
+    const store = await openStore(readServiceConfig(flags));
+    try {
+      if (!(await store.revokeApiKey(id, new Date().toISOString()))) {
+        throw new Error(`No active key ${id}.`);
+      }
+      process.stdout.write(`revoked ${id}\n`);
+    } finally {
+      await store.close();
+    }
+  });
+
+function formatEvent(e: HistoryEvent): string {
+  const d = e.data as Record<string, unknown>;
+  const summary =
+    e.type === 'gate_evaluation'
+      ? `${d['action']} → ${d['verdict']} (${d['decision_id']}) ${d['reason']}`
+      : e.type === 'state_change'
+        ? `${d['key']} = ${JSON.stringify(d['value'])} v${d['version']} from ${d['source']}`
+        : e.type === 'state_conflict'
+          ? `${d['key']} conflict ${d['conflict_id']}`
+          : e.type === 'conflict_resolved'
+            ? `${d['key']} ${d['resolution']} (${d['conflict_id']})`
+            : `${d['decision_id']} ${d['outcome']}`;
+  return `${String(e.seq).padStart(6)}  ${e.occurred_at}  ${e.session_id.padEnd(16)}  ${e.type.padEnd(17)}  ${summary}`;
+}
+
+storeOptions(program.command('history'))
+  .description('print history events, newest first (or follow new ones)')
+  .option('--tenant <id>', 'tenant', 'default')
+  .option('--session <id>', 'only this session')
+  .addOption(new Option('--type <type>', 'only this event type').choices([...EVENT_TYPES]))
+  .option('--decision <id>', 'only this decision')
+  .option('--limit <n>', 'how many', '20')
+  .option('--json', 'one JSON event per line')
+  .option('--follow', 'keep printing new events (Ctrl-C to stop)')
+  .action(async (flags) => {
+    const gatehouse = await openGatehouse(readServiceConfig(flags));
+    const ctx = { tenantId: flags.tenant as string };
+    const print = (e: HistoryEvent) =>
+      process.stdout.write(`${flags.json ? JSON.stringify(e) : formatEvent(e)}\n`);
+    const filters = {
+      ...(flags.session ? { session_id: flags.session as string } : {}),
+      ...(flags.type ? { type: flags.type } : {}),
+      ...(flags.decision ? { decision_id: flags.decision as string } : {}),
+    };
+    const page = await gatehouse.readHistory({ ...filters, limit: Number(flags.limit) }, ctx);
+    const events = flags.follow ? [...page.events].reverse() : page.events;
+    for (const e of events) print(e);
+    if (!flags.follow) return gatehouse.store.close();
+    let last = page.events[0]?.seq ?? 0;
+    for (;;) {
+      await new Promise((r) => setTimeout(r, 1000));
+      const next = await gatehouse.store.queryEvents(ctx.tenantId, {
+        ...filters,
+        after_seq: last,
+        order: 'asc',
+        limit: 500,
+      });
+      for (const { decision_id: _d, ...e } of next) {
+        print(e);
+        last = e.seq;
+      }
+    }
+  });
+
+storeOptions(program.command('verify'))
+  .description("recompute the history's hash chain; exit 1 when it is broken")
+  .option('--tenant <id>', 'only this tenant (default: every tenant)')
+  .action(async (flags) => {
+    const gatehouse = await openGatehouse(readServiceConfig(flags));
+    try {
+      const tenants = flags.tenant ? [flags.tenant as string] : await gatehouse.store.listTenants();
+      let ok = true;
+      for (const tenantId of tenants) {
+        const r = await gatehouse.verifyHistory({ tenantId });
+        ok &&= r.ok;
+        process.stdout.write(
+          r.ok
+            ? `tenant ${tenantId}: ok, ${r.checked} events, head ${r.head ?? '-'}\n`
+            : `tenant ${tenantId}: BROKEN at seq ${r.first_bad_seq}: ${r.problem}\n`,
+        );
+      }
+      if (tenants.length === 0) process.stdout.write('no events yet\n');
+      process.exitCode = ok ? 0 : 1;
+    } finally {
+      await gatehouse.store.close();
+    }
+  });
+
+const policy = program.command('policy').description('work with policy files');
+policy
+  .command('check')
+  .description('validate a policy file; exit 1 with every problem when it is wrong')
+  .argument('<file>', 'policy YAML')
+  .action((file: string) => {
+    const compiled = compilePolicy(readFileSync(file, 'utf8'), { source: file });
+    process.stdout.write(`${file}: ok (revision ${compiled.revision})\n`);
+  });
+
+policy
+  .command('default')
+  .description('print the built-in policy (a starting point for your own)')
+  .action(() => {
+    process.stdout.write(DEFAULT_POLICY_YAML);
+  });
+
+program.parseAsync(process.argv).catch((error: unknown) => {
+  const message = isGatehouseError(error)
+    ? `${error.message}${error.errors.length > 1 ? `\n${error.errors.map((e) => `  - ${e.path}: ${e.message}`).join('\n')}` : ''}`
+    : error instanceof Error
+      ? error.message
+      : String(error);
+  process.stderr.write(`gatehouse: ${message}\n`);
+  process.exitCode = 1;
+});

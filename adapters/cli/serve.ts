@@ -1,0 +1,161 @@
+/**
+ * `gatehouse serve`: the /v1 API, /mcp, and the webhook dispatcher on one port.
+ */
+import { watch } from 'node:fs';
+import Keyv from 'keyv';
+import pino, { type Logger } from 'pino';
+import { createApiKey, createIdGenerator, type Gatehouse, systemRandomBytes } from '../../src/index.js';
+import { createHttpApp, createMetrics, type RunningServer, startHttpServer } from '../http/index.js';
+import { createMcpHttpHandler } from '../mcp/index.js';
+import {
+  assertWebhookUrlAllowed,
+  createWebhookDispatcher,
+  type WebhookDispatcher,
+} from '../webhooks/index.js';
+import type { ServeConfig } from './config.js';
+import { describeStore, loadPolicy, openGatehouse } from './openService.js';
+
+/** A running service, for tests and embedding. */
+export interface RunningService {
+  url: string;
+  gatehouse: Gatehouse;
+  /** The admin key created on first start (undefined when keys already existed). */
+  bootstrapKey: string | undefined;
+  reloadPolicy(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/** Creates the TTL store: Redis when configured, else memory. */
+async function openTtlStore(redisUrl: string | undefined, log: Logger): Promise<Keyv> {
+  if (!redisUrl) return new Keyv({ namespace: 'gatehouse' });
+  const { default: KeyvRedis } = await import('@keyv/redis');
+  const ttl = new Keyv({ store: new KeyvRedis(redisUrl), namespace: 'gatehouse' });
+  ttl.on('error', (err: unknown) => log.error({ err }, 'TTL store error'));
+  return ttl;
+}
+
+/** Starts the service and returns once it listens. */
+export async function startService(
+  config: ServeConfig,
+  log: Logger = pino({ level: config.logLevel }, pino.destination(2)),
+): Promise<RunningService> {
+  let dispatcher: WebhookDispatcher | undefined;
+  const urlPolicy = { allowInsecureLoopback: config.allowInsecureLoopbackWebhooks };
+  if (urlPolicy.allowInsecureLoopback) {
+    log.warn(
+      'DEVELOPMENT SETTING ON: webhooks may use plain http:// to loopback addresses. Never enable this in production.',
+    );
+  }
+  const gatehouse = await openGatehouse(config, {
+    checkWebhookUrl: async (url) => {
+      await assertWebhookUrlAllowed(url, { policy: urlPolicy });
+    },
+    onDeliveriesQueued: () => dispatcher?.wake(),
+  });
+  const store = gatehouse.store;
+
+  let bootstrapKey: string | undefined;
+  if ((await store.countApiKeys()) === 0) {
+    const { secret } = await createApiKey(
+      store,
+      { ids: createIdGenerator(), randomBytes: systemRandomBytes, now: new Date() },
+      { name: 'bootstrap admin', scopes: ['admin'] },
+    );
+    bootstrapKey = secret;
+  }
+
+  const ttlStore = await openTtlStore(config.redisUrl, log);
+  const app = createHttpApp({
+    gatehouse,
+    logger: log,
+    maxBodyBytes: config.maxBodyBytes,
+    rateLimit: config.rateLimit === 0 ? false : { ratePerSecond: config.rateLimit },
+    ttlStore,
+    metrics: createMetrics({ defaults: true }),
+    mcp: createMcpHttpHandler({ gatehouse }),
+  });
+  let server: RunningServer;
+  try {
+    server = await startHttpServer(app.fetch, { host: config.host, port: config.port });
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+
+  dispatcher = createWebhookDispatcher({
+    store,
+    urlPolicy,
+    onError: (err) => log.error({ err }, 'webhook dispatcher error'),
+    logger: log,
+  });
+  dispatcher.start();
+
+  async function reloadPolicy(): Promise<boolean> {
+    try {
+      const policy = await loadPolicy(config);
+      gatehouse.setPolicy(policy);
+      log.info({ revision: policy.revision }, 'policy reloaded');
+      return true;
+    } catch (err) {
+      log.error({ err: (err as Error).message }, 'policy reload failed; the previous policy stays in force');
+      return false;
+    }
+  }
+
+  let debounce: NodeJS.Timeout | undefined;
+  const watcher = config.policy
+    ? watch(config.policy, () => {
+        clearTimeout(debounce);
+        debounce = setTimeout(() => void reloadPolicy(), 200);
+      })
+    : undefined;
+  watcher?.on('error', (err) => log.warn({ err: err.message }, 'policy file watch stopped'));
+
+  let closed: Promise<void> | undefined;
+  return {
+    url: server.url,
+    gatehouse,
+    bootstrapKey,
+    reloadPolicy,
+    close() {
+      closed ??= (async () => {
+        watcher?.close();
+        clearTimeout(debounce);
+        await server.close();
+        await dispatcher?.close();
+        await ttlStore.disconnect().catch(() => undefined);
+        await store.close();
+      })();
+      return closed;
+    },
+  };
+}
+
+/** The banner `serve` prints on stdout: where it runs and how to use it. */
+export function banner(service: RunningService, config: ServeConfig): string {
+  const lines = [
+    `Gatehouse is listening on ${service.url}`,
+    `  store:  ${describeStore(config)}`,
+    `  policy: ${config.policy ?? 'built-in default'} (revision ${service.gatehouse.policy.revision.slice(0, 12)})`,
+    `  MCP:    ${service.url}/mcp (Streamable HTTP, same bearer key)`,
+    '',
+  ];
+  if (service.bootstrapKey) {
+    lines.push(
+      'First start: an admin API key was created. It is shown only this once; keep it:',
+      '',
+      `  export GATEHOUSE_KEY=${service.bootstrapKey}`,
+      '',
+      'Try it:',
+      `  curl -s -X POST ${service.url}/v1/state/items -H "Authorization: Bearer $GATEHOUSE_KEY" -H 'content-type: application/json' \\`,
+      `    -d '{"session_id":"demo","key":"budget.limit","value":"5000","type":"fact","source":"user_input"}'`,
+      `  curl -s -X POST ${service.url}/v1/gates/evaluate -H "Authorization: Bearer $GATEHOUSE_KEY" -H 'content-type: application/json' \\`,
+      `    -d '{"session_id":"demo","action":"payments.transfer","params":{"amount":9000}}'`,
+      '',
+    );
+  } else {
+    lines.push('API keys exist already; create another with `gatehouse keys create --help`.', '');
+  }
+  lines.push('Stop with Ctrl-C. Reload the policy with SIGHUP (or just save the file).');
+  return lines.join('\n');
+}

@@ -1,0 +1,61 @@
+/**
+ * Puts the web-standard handler on a Node HTTP server, with timeouts that cut off slow clients.
+ */
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+
+/** A running server. */
+export interface RunningServer {
+  /** `http://host:port`. */
+  url: string;
+  port: number;
+  /** Stops accepting, waits for open requests up to `graceMs`, then closes sockets; safe twice. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** Options for {@link startHttpServer}. */
+export interface ServerOptions {
+  /** @default '127.0.0.1' */
+  host?: string;
+  /** 0 picks a free port. @default 8787 */
+  port?: number;
+  /** Time allowed to send the request headers. @default 10 s */
+  headersTimeoutMs?: number;
+  /** Time allowed for a whole request. @default 30 s */
+  requestTimeoutMs?: number;
+}
+
+/** Starts serving `fetch` (e.g. `createHttpApp(...).fetch`). */
+export async function startHttpServer(
+  fetch: (request: Request) => Response | Promise<Response>,
+  options: ServerOptions = {},
+): Promise<RunningServer> {
+  const host = options.host ?? '127.0.0.1';
+  const server = serve({ fetch, hostname: host, port: options.port ?? 8787 });
+  const http = server as unknown as import('node:http').Server;
+  http.headersTimeout = options.headersTimeoutMs ?? 10_000;
+  http.requestTimeout = options.requestTimeoutMs ?? 30_000;
+  await new Promise<void>((resolve, reject) => {
+    if (http.listening) resolve();
+    http.once('listening', resolve);
+    http.once('error', reject);
+  });
+  const port = (http.address() as AddressInfo).port;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    port,
+    close(graceMs = 5000) {
+      closing ??= new Promise<void>((resolve) => {
+        const timer = setTimeout(() => http.closeAllConnections(), graceMs);
+        timer.unref();
+        http.close(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+        http.closeIdleConnections();
+      });
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,141 @@
+/**
+ * Versioned schema of the PostgreSQL store: the same tables and indexes as the SQLite store, in
+ * PostgreSQL types. Each entry runs once, in order, inside the migration transaction;
+ * `schema_migrations` records which ran. Never edit a shipped migration: add the next one.
+ *
+ * Choices that keep the two stores interchangeable:
+ * - JSON columns are `text`, not `jsonb`: `jsonb` reorders keys and drops duplicates, and the
+ *   event `data` must round-trip byte for byte through `JSON.stringify`/`JSON.parse` for the hash
+ *   chain to verify.
+ * - Timestamps are ISO-8601 `text` (`toISOString()` form), compared as strings like on SQLite.
+ * - Every text column is `COLLATE "C"`: byte order, as SQLite sorts, so `ORDER BY id` and the
+ *   keyset cursors (`delivery_id < $n`) agree on both stores whatever the database's locale.
+ * - `events` refuses UPDATE, DELETE and TRUNCATE with statement-level triggers, so even a
+ *   statement that matches no row is refused.
+ */
+export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
+  {
+    version: 1,
+    name: 'initial schema',
+    sql: `
+CREATE TABLE state_versions (
+  tenant_id text COLLATE "C" NOT NULL,
+  session_id text COLLATE "C" NOT NULL,
+  key text COLLATE "C" NOT NULL,
+  version integer NOT NULL,
+  value text COLLATE "C" NOT NULL,
+  type text COLLATE "C" NOT NULL,
+  source text COLLATE "C" NOT NULL,
+  trust integer NOT NULL,
+  sensitivity text COLLATE "C" NOT NULL,
+  category text COLLATE "C" NOT NULL,
+  metadata text COLLATE "C" NOT NULL,
+  updated_at text COLLATE "C" NOT NULL,
+  PRIMARY KEY (tenant_id, session_id, key, version)
+);
+
+CREATE TABLE state_items (
+  tenant_id text COLLATE "C" NOT NULL,
+  session_id text COLLATE "C" NOT NULL,
+  key text COLLATE "C" NOT NULL,
+  version integer NOT NULL,
+  status text COLLATE "C" NOT NULL,
+  PRIMARY KEY (tenant_id, session_id, key)
+);
+
+CREATE TABLE conflicts (
+  conflict_id text COLLATE "C" PRIMARY KEY,
+  tenant_id text COLLATE "C" NOT NULL,
+  session_id text COLLATE "C" NOT NULL,
+  key text COLLATE "C" NOT NULL,
+  status text COLLATE "C" NOT NULL,
+  body text COLLATE "C" NOT NULL,
+  resolution text COLLATE "C",
+  created_at text COLLATE "C" NOT NULL,
+  resolved_at text COLLATE "C"
+);
+CREATE INDEX conflicts_by_session ON conflicts (tenant_id, session_id, status, conflict_id);
+CREATE INDEX conflicts_by_key ON conflicts (tenant_id, key, status);
+
+CREATE TABLE events (
+  tenant_id text COLLATE "C" NOT NULL,
+  seq bigint NOT NULL,
+  event_id text COLLATE "C" NOT NULL UNIQUE,
+  type text COLLATE "C" NOT NULL,
+  session_id text COLLATE "C" NOT NULL,
+  decision_id text COLLATE "C",
+  occurred_at text COLLATE "C" NOT NULL,
+  data text COLLATE "C" NOT NULL,
+  prev_hash text COLLATE "C" NOT NULL,
+  hash text COLLATE "C" NOT NULL,
+  PRIMARY KEY (tenant_id, seq)
+);
+CREATE INDEX events_by_session ON events (tenant_id, session_id, seq);
+CREATE INDEX events_by_type ON events (tenant_id, type, seq);
+CREATE INDEX events_by_session_type ON events (tenant_id, session_id, type, seq);
+CREATE INDEX events_by_decision ON events (tenant_id, decision_id, seq) WHERE decision_id IS NOT NULL;
+
+CREATE FUNCTION gatehouse_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'history events are append-only: % refused', TG_OP;
+END;
+$$;
+CREATE TRIGGER events_no_update_or_delete BEFORE UPDATE OR DELETE ON events
+  FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_events_append_only();
+CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events
+  FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_events_append_only();
+
+CREATE TABLE chain_heads (
+  tenant_id text COLLATE "C" PRIMARY KEY,
+  seq bigint NOT NULL,
+  hash text COLLATE "C" NOT NULL
+);
+
+CREATE TABLE webhooks (
+  id text COLLATE "C" PRIMARY KEY,
+  tenant_id text COLLATE "C" NOT NULL,
+  url text COLLATE "C" NOT NULL,
+  events text COLLATE "C" NOT NULL,
+  filter text COLLATE "C",
+  description text COLLATE "C",
+  status text COLLATE "C" NOT NULL,
+  secrets text COLLATE "C" NOT NULL,
+  created_at text COLLATE "C" NOT NULL,
+  updated_at text COLLATE "C" NOT NULL
+);
+CREATE INDEX webhooks_by_tenant ON webhooks (tenant_id, id);
+
+CREATE TABLE deliveries (
+  delivery_id text COLLATE "C" PRIMARY KEY,
+  tenant_id text COLLATE "C" NOT NULL,
+  webhook_id text COLLATE "C" NOT NULL,
+  event_id text COLLATE "C" NOT NULL,
+  event_type text COLLATE "C" NOT NULL,
+  status text COLLATE "C" NOT NULL,
+  attempts integer NOT NULL DEFAULT 0,
+  next_attempt_at text COLLATE "C",
+  lease_until text COLLATE "C",
+  last_status_code integer,
+  last_error text COLLATE "C",
+  created_at text COLLATE "C" NOT NULL,
+  updated_at text COLLATE "C" NOT NULL,
+  delivered_at text COLLATE "C"
+);
+CREATE INDEX deliveries_due ON deliveries (status, next_attempt_at);
+CREATE INDEX deliveries_by_webhook ON deliveries (tenant_id, webhook_id, delivery_id);
+
+CREATE TABLE api_keys (
+  id text COLLATE "C" PRIMARY KEY,
+  tenant_id text COLLATE "C" NOT NULL,
+  name text COLLATE "C" NOT NULL,
+  prefix text COLLATE "C" NOT NULL,
+  hash text COLLATE "C" NOT NULL UNIQUE,
+  scopes text COLLATE "C" NOT NULL,
+  sources text COLLATE "C" NOT NULL,
+  created_at text COLLATE "C" NOT NULL,
+  revoked_at text COLLATE "C"
+);
+CREATE INDEX api_keys_by_tenant ON api_keys (tenant_id, id);
+`,
+  },
+];

@@ -1,0 +1,125 @@
+/**
+ * Versioned schema of the SQLite store. Each entry runs once, in order, inside a transaction;
+ * `schema_migrations` records which ran. Never edit a shipped migration: add the next one.
+ */
+export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
+  {
+    version: 1,
+    name: 'initial schema',
+    sql: `
+CREATE TABLE state_versions (
+  tenant_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  value TEXT NOT NULL,
+  type TEXT NOT NULL,
+  source TEXT NOT NULL,
+  trust INTEGER NOT NULL,
+  sensitivity TEXT NOT NULL,
+  category TEXT NOT NULL,
+  metadata TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (tenant_id, session_id, key, version)
+) WITHOUT ROWID;
+
+CREATE TABLE state_items (
+  tenant_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  PRIMARY KEY (tenant_id, session_id, key)
+) WITHOUT ROWID;
+
+CREATE TABLE conflicts (
+  conflict_id TEXT PRIMARY KEY,
+  tenant_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  status TEXT NOT NULL,
+  body TEXT NOT NULL,
+  resolution TEXT,
+  created_at TEXT NOT NULL,
+  resolved_at TEXT
+);
+CREATE INDEX conflicts_by_session ON conflicts (tenant_id, session_id, status, conflict_id);
+CREATE INDEX conflicts_by_key ON conflicts (tenant_id, key, status);
+
+CREATE TABLE events (
+  tenant_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  event_id TEXT NOT NULL UNIQUE,
+  type TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  decision_id TEXT,
+  occurred_at TEXT NOT NULL,
+  data TEXT NOT NULL,
+  prev_hash TEXT NOT NULL,
+  hash TEXT NOT NULL,
+  PRIMARY KEY (tenant_id, seq)
+) WITHOUT ROWID;
+CREATE INDEX events_by_session ON events (tenant_id, session_id, seq);
+CREATE INDEX events_by_type ON events (tenant_id, type, seq);
+CREATE INDEX events_by_session_type ON events (tenant_id, session_id, type, seq);
+CREATE INDEX events_by_decision ON events (tenant_id, decision_id, seq) WHERE decision_id IS NOT NULL;
+
+CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'history events are append-only: UPDATE refused'); END;
+CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+BEGIN SELECT RAISE(ABORT, 'history events are append-only: DELETE refused'); END;
+
+CREATE TABLE chain_heads (
+  tenant_id TEXT PRIMARY KEY,
+  seq INTEGER NOT NULL,
+  hash TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE webhooks (
+  id TEXT PRIMARY KEY,
+  tenant_id TEXT NOT NULL,
+  url TEXT NOT NULL,
+  events TEXT NOT NULL,
+  filter TEXT,
+  description TEXT,
+  status TEXT NOT NULL,
+  secrets TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE INDEX webhooks_by_tenant ON webhooks (tenant_id, id);
+
+CREATE TABLE deliveries (
+  delivery_id TEXT PRIMARY KEY,
+  tenant_id TEXT NOT NULL,
+  webhook_id TEXT NOT NULL,
+  event_id TEXT NOT NULL,
+  event_type TEXT NOT NULL,
+  status TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at TEXT,
+  lease_until TEXT,
+  last_status_code INTEGER,
+  last_error TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  delivered_at TEXT
+);
+CREATE INDEX deliveries_due ON deliveries (status, next_attempt_at);
+CREATE INDEX deliveries_by_webhook ON deliveries (tenant_id, webhook_id, delivery_id);
+
+CREATE TABLE api_keys (
+  id TEXT PRIMARY KEY,
+  tenant_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  prefix TEXT NOT NULL,
+  hash TEXT NOT NULL UNIQUE,
+  scopes TEXT NOT NULL,
+  sources TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  revoked_at TEXT
+);
+CREATE INDEX api_keys_by_tenant ON api_keys (tenant_id, id);
+`,
+  },
+];

@@ -1,0 +1,754 @@
+/**
+ * The embedded Store: one SQLite file (WAL) through better-sqlite3. better-sqlite3 is
+ * synchronous, so operations run one at a time behind an async mutex: a transaction that awaits
+ * inside never lets another operation see its uncommitted writes.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import type {
+  ChainHead,
+  ClaimedDelivery,
+  Conflict,
+  ConflictQuery,
+  Delivery,
+  DeliveryAttempt,
+  EventQuery,
+  HistoryEvent,
+  NewDelivery,
+  StateItem,
+  Store,
+  StoredApiKey,
+  StoredEvent,
+  StoredWebhook,
+  StoreTx,
+} from '../../src/index.js';
+import { SQLITE_MIGRATIONS } from './migrations.js';
+
+/** Options for {@link openSqliteStore}. */
+export interface SqliteStoreOptions {
+  /**
+   * Database file, created with its folder if missing; `:memory:` for a private in-memory database.
+   * @default ':memory:'
+   */
+  filename?: string;
+  /**
+   * `normal` survives a process crash; `full` also survives power loss, at a higher commit cost.
+   * @default 'normal'
+   */
+  durability?: 'normal' | 'full';
+}
+
+/** The SQLite Store, with its connection for tools that need raw SQL (export, tests). */
+export interface SqliteStore extends Store {
+  /** The better-sqlite3 connection. Writing to it directly bypasses every rule of the core. */
+  readonly database: Database.Database;
+}
+
+type Row = Record<string, unknown>;
+
+const str = (v: unknown): string => v as string;
+const num = (v: unknown): number => Number(v);
+const strOrNull = (v: unknown): string | null => (v == null ? null : String(v));
+const numOrNull = (v: unknown): number | null => (v == null ? null : Number(v));
+const json = <T>(v: unknown): T => JSON.parse(v as string) as T;
+
+function rowToItem(r: Row, currentVersion?: number): StateItem {
+  const version = num(r['version']);
+  const status = r['status'] as StateItem['status'] | undefined;
+  return {
+    session_id: str(r['session_id']),
+    key: str(r['key']),
+    value: str(r['value']),
+    type: str(r['type']),
+    source: str(r['source']),
+    trust: num(r['trust']),
+    sensitivity: r['sensitivity'] as StateItem['sensitivity'],
+    category: str(r['category']),
+    version,
+    status: status ?? (currentVersion === version ? 'current' : 'superseded'),
+    metadata: json(r['metadata']),
+    updated_at: str(r['updated_at']),
+  };
+}
+
+function rowToConflict(r: Row): Conflict {
+  const body = json<Pick<Conflict, 'current' | 'proposed'>>(r['body']);
+  return {
+    conflict_id: str(r['conflict_id']),
+    session_id: str(r['session_id']),
+    key: str(r['key']),
+    status: r['status'] as Conflict['status'],
+    current: body.current,
+    proposed: body.proposed,
+    resolution: r['resolution'] as Conflict['resolution'],
+    created_at: str(r['created_at']),
+    resolved_at: strOrNull(r['resolved_at']),
+  };
+}
+
+function rowToEvent(r: Row): StoredEvent {
+  return {
+    event_id: str(r['event_id']),
+    seq: num(r['seq']),
+    type: r['type'] as HistoryEvent['type'],
+    session_id: str(r['session_id']),
+    occurred_at: str(r['occurred_at']),
+    data: json(r['data']),
+    prev_hash: str(r['prev_hash']),
+    hash: str(r['hash']),
+    decision_id: strOrNull(r['decision_id']),
+  };
+}
+
+function rowToWebhook(r: Row): StoredWebhook {
+  return {
+    id: str(r['id']),
+    url: str(r['url']),
+    events: json(r['events']),
+    filter: r['filter'] == null ? null : json(r['filter']),
+    description: strOrNull(r['description']),
+    status: r['status'] as StoredWebhook['status'],
+    secrets: json(r['secrets']),
+    created_at: str(r['created_at']),
+    updated_at: str(r['updated_at']),
+  };
+}
+
+function rowToDelivery(r: Row): Delivery {
+  return {
+    delivery_id: str(r['delivery_id']),
+    webhook_id: str(r['webhook_id']),
+    event_id: str(r['event_id']),
+    event_type: str(r['event_type']),
+    status: r['status'] as Delivery['status'],
+    attempts: num(r['attempts']),
+    next_attempt_at: strOrNull(r['next_attempt_at']),
+    last_status_code: numOrNull(r['last_status_code']),
+    last_error: strOrNull(r['last_error']),
+    created_at: str(r['created_at']),
+    updated_at: str(r['updated_at']),
+    delivered_at: strOrNull(r['delivered_at']),
+  };
+}
+
+function rowToKey(r: Row): StoredApiKey {
+  return {
+    id: str(r['id']),
+    tenant_id: str(r['tenant_id']),
+    name: str(r['name']),
+    prefix: str(r['prefix']),
+    hash: str(r['hash']),
+    scopes: json(r['scopes']),
+    sources: json(r['sources']),
+    created_at: str(r['created_at']),
+    revoked_at: strOrNull(r['revoked_at']),
+  };
+}
+
+/** Serialises async operations on one connection. */
+class Mutex {
+  #tail: Promise<unknown> = Promise.resolve();
+  run<T>(fn: () => Promise<T> | T): Promise<T> {
+    const result = this.#tail.then(fn);
+    this.#tail = result.catch(() => undefined);
+    return result;
+  }
+}
+
+function migrate(db: Database.Database): void {
+  db.exec(
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
+  );
+  const applied = new Set(
+    (db.prepare('SELECT version FROM schema_migrations').all() as Row[]).map((r) => num(r['version'])),
+  );
+  for (const m of SQLITE_MIGRATIONS) {
+    if (applied.has(m.version)) continue;
+    db.transaction(() => {
+      db.exec(m.sql);
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+        m.version,
+        m.name,
+        new Date().toISOString(),
+      );
+    }).immediate();
+  }
+}
+
+/**
+ * Opens (creating and migrating as needed) a SQLite store.
+ * @example
+ * const store = openSqliteStore({ filename: '.gatehouse/gatehouse.db' });
+ */
+export function openSqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
+  const filename = options.filename ?? ':memory:';
+  if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
+  const db = new Database(filename);
+  db.pragma('journal_mode = WAL');
+  db.pragma(`synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+  migrate(db);
+  return new SqliteStoreImpl(db);
+}
+
+class SqliteStoreImpl implements SqliteStore {
+  readonly kind = 'sqlite';
+  readonly #db: Database.Database;
+  readonly #mutex = new Mutex();
+  readonly #stmts = new Map<string, Database.Statement>();
+  #closed = false;
+
+  constructor(db: Database.Database) {
+    this.#db = db;
+  }
+
+  get database(): Database.Database {
+    return this.#db;
+  }
+
+  #q(sql: string): Database.Statement {
+    let s = this.#stmts.get(sql);
+    if (!s) {
+      s = this.#db.prepare(sql);
+      this.#stmts.set(sql, s);
+    }
+    return s;
+  }
+
+  #read<T>(fn: () => T): Promise<T> {
+    return this.#mutex.run(fn);
+  }
+
+  // ---- reads -------------------------------------------------------------------------------
+
+  #getItem(tenantId: string, sessionId: string, key: string): StateItem | null {
+    const r = this.#q(
+      `SELECT v.*, i.status FROM state_items i
+       JOIN state_versions v ON v.tenant_id = i.tenant_id AND v.session_id = i.session_id AND v.key = i.key AND v.version = i.version
+       WHERE i.tenant_id = ? AND i.session_id = ? AND i.key = ?`,
+    ).get(tenantId, sessionId, key) as Row | undefined;
+    return r ? rowToItem(r) : null;
+  }
+
+  #currentVersion(tenantId: string, sessionId: string, key: string): number | undefined {
+    const r = this.#q(
+      'SELECT version FROM state_items WHERE tenant_id = ? AND session_id = ? AND key = ?',
+    ).get(tenantId, sessionId, key) as Row | undefined;
+    return r ? num(r['version']) : undefined;
+  }
+
+  #getItemVersion(tenantId: string, sessionId: string, key: string, version: number): StateItem | null {
+    const r = this.#q(
+      'SELECT * FROM state_versions WHERE tenant_id = ? AND session_id = ? AND key = ? AND version = ?',
+    ).get(tenantId, sessionId, key, version) as Row | undefined;
+    if (!r) return null;
+    const current = this.#getItem(tenantId, sessionId, key);
+    return current && current.version === version ? current : rowToItem(r, -1);
+  }
+
+  #listItemVersions(tenantId: string, sessionId: string, key: string): StateItem[] {
+    const current = this.#getItem(tenantId, sessionId, key);
+    const rows = this.#q(
+      'SELECT * FROM state_versions WHERE tenant_id = ? AND session_id = ? AND key = ? ORDER BY version',
+    ).all(tenantId, sessionId, key) as Row[];
+    return rows.map((r) => (current && num(r['version']) === current.version ? current : rowToItem(r, -1)));
+  }
+
+  #listItems(tenantId: string, sessionId: string): StateItem[] {
+    const rows = this.#q(
+      `SELECT v.*, i.status FROM state_items i
+       JOIN state_versions v ON v.tenant_id = i.tenant_id AND v.session_id = i.session_id AND v.key = i.key AND v.version = i.version
+       WHERE i.tenant_id = ? AND i.session_id = ? ORDER BY i.key`,
+    ).all(tenantId, sessionId) as Row[];
+    return rows.map((r) => rowToItem(r));
+  }
+
+  #getConflict(tenantId: string, conflictId: string): Conflict | null {
+    const r = this.#q('SELECT * FROM conflicts WHERE tenant_id = ? AND conflict_id = ?').get(
+      tenantId,
+      conflictId,
+    ) as Row | undefined;
+    return r ? rowToConflict(r) : null;
+  }
+
+  #listConflicts(tenantId: string, query: ConflictQuery): Conflict[] {
+    const where = ['tenant_id = ?'];
+    const args: unknown[] = [tenantId];
+    if (query.session_id !== undefined) {
+      where.push('session_id = ?');
+      args.push(query.session_id);
+    }
+    if (query.key !== undefined) {
+      where.push('key = ?');
+      args.push(query.key);
+    }
+    if (query.status !== undefined) {
+      where.push('status = ?');
+      args.push(query.status);
+    }
+    const rows = this.#q(
+      `SELECT * FROM conflicts WHERE ${where.join(' AND ')} ORDER BY conflict_id DESC LIMIT 500`,
+    ).all(...args) as Row[];
+    return rows.map(rowToConflict);
+  }
+
+  #queryEvents(tenantId: string, query: EventQuery): StoredEvent[] {
+    const where = ['tenant_id = ?'];
+    const args: unknown[] = [tenantId];
+    if (query.session_id !== undefined) {
+      where.push('session_id = ?');
+      args.push(query.session_id);
+    }
+    if (query.type !== undefined) {
+      where.push('type = ?');
+      args.push(query.type);
+    }
+    if (query.decision_id !== undefined) {
+      where.push('decision_id = ?');
+      args.push(query.decision_id);
+    }
+    if (query.after_seq !== undefined) {
+      where.push(query.order === 'asc' ? 'seq > ?' : 'seq < ?');
+      args.push(query.after_seq);
+    }
+    args.push(query.limit);
+    const rows = this.#q(
+      `SELECT * FROM events WHERE ${where.join(' AND ')} ORDER BY seq ${query.order === 'asc' ? 'ASC' : 'DESC'} LIMIT ?`,
+    ).all(...args) as Row[];
+    return rows.map(rowToEvent);
+  }
+
+  #getWebhook(tenantId: string, webhookId: string): StoredWebhook | null {
+    const r = this.#q('SELECT * FROM webhooks WHERE tenant_id = ? AND id = ?').get(tenantId, webhookId) as
+      | Row
+      | undefined;
+    return r ? rowToWebhook(r) : null;
+  }
+
+  #listWebhooks(tenantId: string): StoredWebhook[] {
+    return (this.#q('SELECT * FROM webhooks WHERE tenant_id = ? ORDER BY id').all(tenantId) as Row[]).map(
+      rowToWebhook,
+    );
+  }
+
+  #getDelivery(tenantId: string, deliveryId: string): Delivery | null {
+    const r = this.#q('SELECT * FROM deliveries WHERE tenant_id = ? AND delivery_id = ?').get(
+      tenantId,
+      deliveryId,
+    ) as Row | undefined;
+    return r ? rowToDelivery(r) : null;
+  }
+
+  #listDeliveries(
+    tenantId: string,
+    webhookId: string,
+    query: { status?: Delivery['status'] | undefined; limit: number; before_id?: string | undefined },
+  ): Delivery[] {
+    const where = ['tenant_id = ?', 'webhook_id = ?'];
+    const args: unknown[] = [tenantId, webhookId];
+    if (query.status !== undefined) {
+      where.push('status = ?');
+      args.push(query.status);
+    }
+    if (query.before_id !== undefined) {
+      where.push('delivery_id < ?');
+      args.push(query.before_id);
+    }
+    args.push(query.limit);
+    return (
+      this.#q(`SELECT * FROM deliveries WHERE ${where.join(' AND ')} ORDER BY delivery_id DESC LIMIT ?`).all(
+        ...args,
+      ) as Row[]
+    ).map(rowToDelivery);
+  }
+
+  getItem(t: string, s: string, k: string) {
+    return this.#read(() => this.#getItem(t, s, k));
+  }
+  getItemVersion(t: string, s: string, k: string, v: number) {
+    return this.#read(() => this.#getItemVersion(t, s, k, v));
+  }
+  listItemVersions(t: string, s: string, k: string) {
+    return this.#read(() => this.#listItemVersions(t, s, k));
+  }
+  listItems(t: string, s: string) {
+    return this.#read(() => this.#listItems(t, s));
+  }
+  getConflict(t: string, id: string) {
+    return this.#read(() => this.#getConflict(t, id));
+  }
+  listConflicts(t: string, q: ConflictQuery) {
+    return this.#read(() => this.#listConflicts(t, q));
+  }
+  queryEvents(t: string, q: EventQuery) {
+    return this.#read(() => this.#queryEvents(t, q));
+  }
+  getWebhook(t: string, id: string) {
+    return this.#read(() => this.#getWebhook(t, id));
+  }
+  listWebhooks(t: string) {
+    return this.#read(() => this.#listWebhooks(t));
+  }
+  getDelivery(t: string, id: string) {
+    return this.#read(() => this.#getDelivery(t, id));
+  }
+  listDeliveries(
+    t: string,
+    w: string,
+    q: { status?: Delivery['status'] | undefined; limit: number; before_id?: string | undefined },
+  ) {
+    return this.#read(() => this.#listDeliveries(t, w, q));
+  }
+
+  // ---- transactions ------------------------------------------------------------------------
+
+  transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+    return this.#mutex.run(async () => {
+      this.#db.exec('BEGIN IMMEDIATE');
+      try {
+        const result = await fn(this.#tx());
+        this.#db.exec('COMMIT');
+        return result;
+      } catch (error) {
+        if (this.#db.inTransaction) this.#db.exec('ROLLBACK');
+        throw error;
+      }
+    });
+  }
+
+  #tx(): StoreTx {
+    const p = <T>(fn: () => T): Promise<T> => Promise.resolve().then(fn);
+    return {
+      getItem: (t, s, k) => p(() => this.#getItem(t, s, k)),
+      lockItem: (t, s, k) => p(() => this.#getItem(t, s, k)),
+      getItemVersion: (t, s, k, v) => p(() => this.#getItemVersion(t, s, k, v)),
+      listItemVersions: (t, s, k) => p(() => this.#listItemVersions(t, s, k)),
+      listItems: (t, s) => p(() => this.#listItems(t, s)),
+      getConflict: (t, id) => p(() => this.#getConflict(t, id)),
+      listConflicts: (t, q) => p(() => this.#listConflicts(t, q)),
+      queryEvents: (t, q) => p(() => this.#queryEvents(t, q)),
+      getWebhook: (t, id) => p(() => this.#getWebhook(t, id)),
+      listWebhooks: (t) => p(() => this.#listWebhooks(t)),
+      getDelivery: (t, id) => p(() => this.#getDelivery(t, id)),
+      listDeliveries: (t, w, q) => p(() => this.#listDeliveries(t, w, q)),
+      insertItemVersion: (t, item) =>
+        p(() => {
+          this.#q(
+            `INSERT INTO state_versions (tenant_id, session_id, key, version, value, type, source, trust, sensitivity, category, metadata, updated_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          ).run(
+            t,
+            item.session_id,
+            item.key,
+            item.version,
+            item.value,
+            item.type,
+            item.source,
+            item.trust,
+            item.sensitivity,
+            item.category,
+            JSON.stringify(item.metadata),
+            item.updated_at,
+          );
+          this.#q(
+            `INSERT INTO state_items (tenant_id, session_id, key, version, status) VALUES (?, ?, ?, ?, ?)
+               ON CONFLICT (tenant_id, session_id, key) DO UPDATE SET version = excluded.version, status = excluded.status`,
+          ).run(
+            t,
+            item.session_id,
+            item.key,
+            item.version,
+            item.status === 'conflicted' ? 'conflicted' : 'current',
+          );
+        }),
+      setItemStatus: (t, s, k, status) =>
+        p(() => {
+          this.#q('UPDATE state_items SET status = ? WHERE tenant_id = ? AND session_id = ? AND key = ?').run(
+            status,
+            t,
+            s,
+            k,
+          );
+        }),
+      insertConflict: (t, c) =>
+        p(() => {
+          this.#q(
+            `INSERT INTO conflicts (conflict_id, tenant_id, session_id, key, status, body, resolution, created_at, resolved_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          ).run(
+            c.conflict_id,
+            t,
+            c.session_id,
+            c.key,
+            c.status,
+            JSON.stringify({ current: c.current, proposed: c.proposed }),
+            c.resolution,
+            c.created_at,
+            c.resolved_at,
+          );
+        }),
+      updateConflict: (t, id, patch) =>
+        p(() => {
+          this.#q(
+            'UPDATE conflicts SET status = ?, resolution = ?, resolved_at = ? WHERE tenant_id = ? AND conflict_id = ?',
+          ).run(patch.status, patch.resolution, patch.resolved_at, t, id);
+        }),
+      lockChainHead: (t) =>
+        p(() => {
+          const r = this.#q('SELECT seq, hash FROM chain_heads WHERE tenant_id = ?').get(t) as
+            | Row
+            | undefined;
+          return r ? ({ seq: num(r['seq']), hash: str(r['hash']) } satisfies ChainHead) : null;
+        }),
+      appendEvent: (t, e) =>
+        p(() => {
+          this.#q(
+            `INSERT INTO events (tenant_id, seq, event_id, type, session_id, decision_id, occurred_at, data, prev_hash, hash)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          ).run(
+            t,
+            e.seq,
+            e.event_id,
+            e.type,
+            e.session_id,
+            e.decision_id,
+            e.occurred_at,
+            JSON.stringify(e.data),
+            e.prev_hash,
+            e.hash,
+          );
+          this.#q(
+            `INSERT INTO chain_heads (tenant_id, seq, hash) VALUES (?, ?, ?)
+               ON CONFLICT (tenant_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash`,
+          ).run(t, e.seq, e.hash);
+        }),
+      insertDeliveries: (t, rows: NewDelivery[]) =>
+        p(() => {
+          const stmt = this.#q(
+            `INSERT INTO deliveries (delivery_id, tenant_id, webhook_id, event_id, event_type, status, attempts, next_attempt_at, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
+          );
+          for (const d of rows) {
+            stmt.run(
+              d.delivery_id,
+              t,
+              d.webhook_id,
+              d.event_id,
+              d.event_type,
+              d.next_attempt_at,
+              d.created_at,
+              d.created_at,
+            );
+          }
+        }),
+      insertWebhook: (t, w) =>
+        p(() => {
+          this.#q(
+            `INSERT INTO webhooks (id, tenant_id, url, events, filter, description, status, secrets, created_at, updated_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          ).run(
+            w.id,
+            t,
+            w.url,
+            JSON.stringify(w.events),
+            w.filter == null ? null : JSON.stringify(w.filter),
+            w.description,
+            w.status,
+            JSON.stringify(w.secrets),
+            w.created_at,
+            w.updated_at,
+          );
+        }),
+      updateWebhook: (t, id, patch) =>
+        p(() => {
+          const current = this.#getWebhook(t, id);
+          if (!current) return;
+          const next = { ...current, ...patch };
+          this.#q(
+            'UPDATE webhooks SET status = ?, secrets = ?, updated_at = ? WHERE tenant_id = ? AND id = ?',
+          ).run(next.status, JSON.stringify(next.secrets), next.updated_at, t, id);
+        }),
+      deleteWebhook: (t, id) =>
+        p(() => {
+          const info = this.#q('DELETE FROM webhooks WHERE tenant_id = ? AND id = ?').run(t, id);
+          this.#q(`DELETE FROM deliveries WHERE tenant_id = ? AND webhook_id = ? AND status = 'pending'`).run(
+            t,
+            id,
+          );
+          return info.changes > 0;
+        }),
+      resetDelivery: (t, id, nextAttemptAt, updatedAt) =>
+        p(() => {
+          this.#q(
+            `UPDATE deliveries SET status = 'pending', next_attempt_at = ?, lease_until = NULL, updated_at = ?, delivered_at = NULL
+               WHERE tenant_id = ? AND delivery_id = ?`,
+          ).run(nextAttemptAt, updatedAt, t, id);
+        }),
+    };
+  }
+
+  // ---- keys --------------------------------------------------------------------------------
+
+  insertApiKey(k: StoredApiKey): Promise<void> {
+    return this.#read(() => {
+      this.#q(
+        `INSERT INTO api_keys (id, tenant_id, name, prefix, hash, scopes, sources, created_at, revoked_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ).run(
+        k.id,
+        k.tenant_id,
+        k.name,
+        k.prefix,
+        k.hash,
+        JSON.stringify(k.scopes),
+        JSON.stringify(k.sources),
+        k.created_at,
+        k.revoked_at,
+      );
+    });
+  }
+
+  findApiKeyByHash(hash: string): Promise<StoredApiKey | null> {
+    return this.#read(() => {
+      const r = this.#q('SELECT * FROM api_keys WHERE hash = ?').get(hash) as Row | undefined;
+      return r ? rowToKey(r) : null;
+    });
+  }
+
+  listApiKeys(tenantId?: string): Promise<StoredApiKey[]> {
+    return this.#read(() =>
+      (tenantId === undefined
+        ? (this.#q('SELECT * FROM api_keys ORDER BY id').all() as Row[])
+        : (this.#q('SELECT * FROM api_keys WHERE tenant_id = ? ORDER BY id').all(tenantId) as Row[])
+      ).map(rowToKey),
+    );
+  }
+
+  revokeApiKey(keyId: string, at: string): Promise<boolean> {
+    return this.#read(
+      () =>
+        this.#q('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(at, keyId)
+          .changes > 0,
+    );
+  }
+
+  countApiKeys(): Promise<number> {
+    return this.#read(() => num((this.#q('SELECT count(*) AS n FROM api_keys').get() as Row)['n']));
+  }
+
+  // ---- outbox ------------------------------------------------------------------------------
+
+  claimDueDeliveries(options: {
+    now: string;
+    leaseUntil: string;
+    limit: number;
+  }): Promise<ClaimedDelivery[]> {
+    return this.#read(() =>
+      this.#db.transaction(() => {
+        const rows = this.#q(
+          `UPDATE deliveries SET lease_until = ?
+           WHERE delivery_id IN (
+             SELECT d.delivery_id FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id AND w.tenant_id = d.tenant_id
+             WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?)
+               AND w.status = 'active'
+             ORDER BY d.next_attempt_at LIMIT ?)
+           RETURNING *`,
+        ).all(options.leaseUntil, options.now, options.now, options.limit) as Row[];
+        return rows.map((r) => {
+          const tenantId = str(r['tenant_id']);
+          const webhook = this.#getWebhook(tenantId, str(r['webhook_id']));
+          const ev = this.#q('SELECT * FROM events WHERE event_id = ?').get(str(r['event_id'])) as Row;
+          const { decision_id: _d, ...event } = rowToEvent(ev);
+          return { tenant_id: tenantId, delivery: rowToDelivery(r), webhook: webhook!, event };
+        });
+      })(),
+    );
+  }
+
+  recordDeliveryAttempt(tenantId: string, deliveryId: string, a: DeliveryAttempt): Promise<void> {
+    return this.#read(() => {
+      this.#q(
+        `UPDATE deliveries SET status = ?, attempts = ?, next_attempt_at = ?, last_status_code = ?, last_error = ?,
+           delivered_at = ?, updated_at = ?, lease_until = NULL
+         WHERE tenant_id = ? AND delivery_id = ?`,
+      ).run(
+        a.status,
+        a.attempts,
+        a.next_attempt_at,
+        a.last_status_code,
+        a.last_error,
+        a.delivered_at,
+        a.updated_at,
+        tenantId,
+        deliveryId,
+      );
+    });
+  }
+
+  disableWebhook(tenantId: string, webhookId: string, at: string): Promise<void> {
+    return this.#read(() => {
+      this.#q(`UPDATE webhooks SET status = 'disabled', updated_at = ? WHERE tenant_id = ? AND id = ?`).run(
+        at,
+        tenantId,
+        webhookId,
+      );
+    });
+  }
+
+  nextDueAt(): Promise<string | null> {
+    return this.#read(() => {
+      const r = this.#q(
+        `SELECT min(next_attempt_at) AS t FROM deliveries WHERE status = 'pending'`,
+      ).get() as Row;
+      return strOrNull(r['t']);
+    });
+  }
+
+  // ---- misc --------------------------------------------------------------------------------
+
+  async *scanEvents(tenantId: string, options: { pageSize?: number } = {}): AsyncIterable<HistoryEvent[]> {
+    const pageSize = options.pageSize ?? 1000;
+    let after = 0;
+    for (;;) {
+      const page = await this.#read(
+        () =>
+          this.#q('SELECT * FROM events WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?').all(
+            tenantId,
+            after,
+            pageSize,
+          ) as Row[],
+      );
+      if (page.length === 0) return;
+      const events = page.map((r) => {
+        const { decision_id: _d, ...e } = rowToEvent(r);
+        return e;
+      });
+      yield events;
+      after = events[events.length - 1]!.seq;
+    }
+  }
+
+  listTenants(): Promise<string[]> {
+    return this.#read(() =>
+      (this.#q('SELECT tenant_id FROM chain_heads ORDER BY tenant_id').all() as Row[]).map((r) =>
+        str(r['tenant_id']),
+      ),
+    );
+  }
+
+  ping(): Promise<void> {
+    return this.#read(() => {
+      this.#q('SELECT 1').get();
+    });
+  }
+
+  close(): Promise<void> {
+    return this.#mutex.run(() => {
+      if (this.#closed) return;
+      this.#closed = true;
+      this.#db.close();
+    });
+  }
+}

@@ -1,0 +1,203 @@
+/**
+ * Receiver-side helpers: verify a Gatehouse (Standard Webhooks) delivery and process each event
+ * ID once. "Check the sender, dedupe by event ID, answer 2xx fast" in two calls.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import Keyv from 'keyv';
+import type { WebhookEvent } from '../../src/index.js';
+import { decodeWebhookSecret, GatehouseError, signWebhook, WebhookEventSchema } from '../../src/index.js';
+
+export type { WebhookEvent } from '../../src/index.js';
+
+/** Why {@link verifyWebhook} rejected a delivery. */
+export type WebhookVerificationReason = 'missing_headers' | 'timestamp' | 'signature' | 'payload';
+
+/**
+ * A delivery that must not be processed: headers missing, timestamp outside the tolerance, no
+ * signature matching any secret, or a body that is not a Gatehouse event. Answer it with 400
+ * (or 401); the sender does not need to know which.
+ */
+export class WebhookVerificationError extends Error {
+  /** What failed. */
+  readonly reason: WebhookVerificationReason;
+
+  constructor(reason: WebhookVerificationReason, message: string, options?: { cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'WebhookVerificationError';
+    this.reason = reason;
+  }
+}
+
+/** Options for {@link verifyWebhook}. */
+export interface VerifyWebhookOptions {
+  /** Largest accepted distance between `webhook-timestamp` and now, in seconds. @default 300 */
+  toleranceSeconds?: number;
+  /** The clock. @default () => new Date() */
+  now?: () => Date;
+}
+
+/** Request headers as the Fetch API or Node's `IncomingMessage#headers` give them. */
+export type WebhookHeaders = Headers | Record<string, string | string[] | undefined>;
+
+const TIMESTAMP = /^\d{1,15}$/;
+
+function header(headers: WebhookHeaders, name: string): string | undefined {
+  if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name) ?? undefined;
+  const record = headers as Record<string, string | string[] | undefined>;
+  for (const [key, value] of Object.entries(record)) {
+    if (key.toLowerCase() !== name || value === undefined) continue;
+    return Array.isArray(value) ? value.join(' ') : value;
+  }
+  return undefined;
+}
+
+/**
+ * Verifies a webhook delivery and returns its event. Checks, in order: the `webhook-id`,
+ * `webhook-timestamp` and `webhook-signature` headers are present; the timestamp is within
+ * `toleranceSeconds` of now (replays of old deliveries fail); some `v1,` signature in the header
+ * matches some secret (constant-time compare; pass several secrets while rotating); the body is a
+ * Gatehouse event `{id, type, occurred_at, session_id, data}`.
+ * Verify the raw body exactly as received: re-serialised JSON does not verify.
+ * Then dedupe on `event.id` (see {@link createDeduper}).
+ * @param secret the endpoint's `whsec_…` secret, or several during rotation
+ * @throws WebhookVerificationError with `reason` `missing_headers`, `timestamp`, `signature` or
+ *   `payload`.
+ * @throws GatehouseError `invalid_request` if a secret is malformed (a configuration error).
+ * @example
+ * const event = verifyWebhook(process.env.GATEHOUSE_WEBHOOK_SECRET!, req.headers, rawBody);
+ * if (await deduper.claim(event.id)) queue.push(event);
+ */
+export function verifyWebhook(
+  secret: string | readonly string[],
+  headers: WebhookHeaders,
+  rawBody: string | Uint8Array,
+  options: VerifyWebhookOptions = {},
+): WebhookEvent {
+  const secrets = typeof secret === 'string' ? [secret] : [...secret];
+  if (secrets.length === 0) {
+    const message = 'verifyWebhook needs at least one secret.';
+    throw new GatehouseError('invalid_request', message, { errors: [{ path: 'secret', message }] });
+  }
+  // Decode first so a misconfigured secret fails loudly instead of looking like a bad signature.
+  for (const s of secrets) decodeWebhookSecret(s);
+
+  const id = header(headers, 'webhook-id');
+  const timestamp = header(headers, 'webhook-timestamp');
+  const signatures = header(headers, 'webhook-signature');
+  if (!id || !timestamp || !signatures) {
+    throw new WebhookVerificationError(
+      'missing_headers',
+      'Missing webhook-id, webhook-timestamp or webhook-signature header.',
+    );
+  }
+
+  const ts = timestamp.trim();
+  if (!TIMESTAMP.test(ts)) {
+    throw new WebhookVerificationError('timestamp', 'webhook-timestamp is not an integer number of seconds.');
+  }
+  const tolerance = options.toleranceSeconds ?? 300;
+  const nowSeconds = Math.floor((options.now?.() ?? new Date()).getTime() / 1000);
+  if (Math.abs(nowSeconds - Number(ts)) > tolerance) {
+    throw new WebhookVerificationError(
+      'timestamp',
+      `webhook-timestamp is more than ${tolerance} s from now.`,
+    );
+  }
+
+  if (id.includes('.')) {
+    throw new WebhookVerificationError('signature', 'No webhook signature matches.');
+  }
+  const expected = secrets.map((s) =>
+    Buffer.from(signWebhook(s, id, Number(ts), rawBody).slice(3), 'base64'),
+  );
+  let matched = false;
+  // Node joins repeated headers with ", ", so a trailing comma is a separator, not signature data.
+  for (const entry of signatures.split(/\s+/)) {
+    const [version, encoded] = entry.replace(/,+$/, '').split(',', 2);
+    if (version !== 'v1' || !encoded) continue;
+    const given = Buffer.from(encoded, 'base64');
+    for (const candidate of expected) {
+      if (given.length === candidate.length && timingSafeEqual(given, candidate)) matched = true;
+    }
+  }
+  if (!matched) throw new WebhookVerificationError('signature', 'No webhook signature matches.');
+
+  let json: unknown;
+  try {
+    const text =
+      typeof rawBody === 'string' ? rawBody : new TextDecoder('utf-8', { fatal: true }).decode(rawBody);
+    json = JSON.parse(text);
+  } catch (cause) {
+    throw new WebhookVerificationError('payload', 'Webhook body is not valid UTF-8 JSON.', { cause });
+  }
+  const parsed = WebhookEventSchema.safeParse(json);
+  if (!parsed.success) {
+    throw new WebhookVerificationError('payload', 'Webhook body is not a Gatehouse event.', {
+      cause: parsed.error,
+    });
+  }
+  return parsed.data;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** Options for {@link createDeduper}. */
+export interface DeduperOptions {
+  /**
+   * Where seen IDs are kept. Share one store (e.g. `new Keyv({ store: new KeyvRedis(url) })`)
+   * between instances of the receiver. @default an in-memory `new Keyv({ namespace })`
+   */
+  store?: Keyv;
+  /** How long an ID is remembered, in ms; longer than the sender retries (about 28 h). @default 86400000 (24 h) */
+  ttlMs?: number;
+  /** Namespace of the default store. @default 'gatehouse-webhooks' */
+  namespace?: string;
+}
+
+/** Claims event IDs so each is processed once. */
+export interface Deduper {
+  /**
+   * True the first time `id` is claimed within the TTL, false for every later (or concurrent,
+   * in this process) claim.
+   * @throws GatehouseError `unavailable` if the store did not record the ID; answer 5xx so the
+   *   sender retries.
+   */
+  claim(id: string): Promise<boolean>;
+  /** Forgets `id`, so a redelivery is processed again; call it when processing failed. */
+  release(id: string): Promise<void>;
+}
+
+/**
+ * Remembers seen webhook event IDs in a keyv store with a TTL. Within one process, two
+ * concurrent deliveries of one ID are told apart by an in-flight set (keyv has no atomic
+ * set-if-absent); across processes sharing a store, two deliveries arriving at the same instant
+ * can both be claimed, so keep processing idempotent.
+ * @example
+ * const deduper = createDeduper();
+ * if (await deduper.claim(event.id)) {
+ *   try { await handle(event); } catch (e) { await deduper.release(event.id); throw e; }
+ * }
+ */
+export function createDeduper(options: DeduperOptions = {}): Deduper {
+  const ttlMs = options.ttlMs ?? 24 * 3_600_000;
+  const store = options.store ?? new Keyv({ namespace: options.namespace ?? 'gatehouse-webhooks' });
+  const inFlight = new Set<string>();
+  return {
+    async claim(id) {
+      if (inFlight.has(id)) return false;
+      inFlight.add(id);
+      try {
+        if ((await store.get(id)) !== undefined) return false;
+        if (!(await store.set(id, true, ttlMs))) {
+          throw new GatehouseError('unavailable', `Could not record webhook event ${id} as seen.`);
+        }
+        return true;
+      } finally {
+        inFlight.delete(id);
+      }
+    },
+    async release(id) {
+      await store.delete(id);
+    },
+  };
+}

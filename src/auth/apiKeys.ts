@@ -1,0 +1,97 @@
+/**
+ * API keys: random, prefixed, shown once, stored only as SHA-256, looked up by hash and compared
+ * in constant time. A key belongs to one tenant, carries scopes, and caps the sources (and so the
+ * trust) its holder may claim.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { GatehouseError } from '../errors.js';
+import type { IdGenerator, RandomBytes } from '../runtime.js';
+import type { Scope } from '../schemas.js';
+import type { KeyStore, StoredApiKey } from '../store.js';
+
+/** The prefix every Gatehouse key starts with. */
+export const KEY_PREFIX = 'gh_';
+
+/** Sources a new key may write unless told otherwise: everything but `system`. */
+export const DEFAULT_KEY_SOURCES = ['user_input', 'tool_output', 'retrieval', 'agent_inference'] as const;
+
+/** Who is calling: what an authenticated key grants. */
+export interface Principal {
+  tenantId: string;
+  keyId: string;
+  scopes: readonly Scope[];
+  /** Sources this caller may write. */
+  sources: readonly string[];
+}
+
+/** Options for {@link createApiKey}. */
+export interface CreateApiKeyOptions {
+  tenantId?: string;
+  name?: string;
+  /** @default ['admin'] */
+  scopes?: readonly Scope[];
+  /** @default everything but `system` */
+  sources?: readonly string[];
+}
+
+/** SHA-256 (hex) of a key's secret. */
+export function hashApiKey(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}
+
+/**
+ * Creates and stores a key; the returned `secret` is the only time it is visible.
+ * @example const { secret } = await createApiKey(store, deps, { scopes: ['gate:evaluate'] });
+ */
+export async function createApiKey(
+  store: KeyStore,
+  deps: { ids: IdGenerator; randomBytes: RandomBytes; now: Date },
+  options: CreateApiKeyOptions = {},
+): Promise<{ secret: string; key: StoredApiKey }> {
+  const secret = KEY_PREFIX + Buffer.from(deps.randomBytes(32)).toString('base64url');
+  const key: StoredApiKey = {
+    id: deps.ids('key'),
+    tenant_id: options.tenantId ?? 'default',
+    name: options.name ?? 'key',
+    prefix: secret.slice(0, KEY_PREFIX.length + 6),
+    hash: hashApiKey(secret),
+    scopes: [...(options.scopes ?? ['admin'])],
+    sources: [...(options.sources ?? DEFAULT_KEY_SOURCES)],
+    created_at: deps.now.toISOString(),
+    revoked_at: null,
+  };
+  await store.insertApiKey(key);
+  return { secret, key };
+}
+
+/**
+ * Resolves a bearer token to a principal.
+ * @throws {GatehouseError} `unauthorized` for a malformed, unknown or revoked key (one message for all, so
+ *   the answer reveals nothing about which)
+ */
+export async function authenticateApiKey(store: KeyStore, token: string): Promise<Principal> {
+  const unauthorized = new GatehouseError(
+    'unauthorized',
+    'The API key is missing, malformed, unknown or revoked.',
+  );
+  if (!token.startsWith(KEY_PREFIX) || token.length > 200) throw unauthorized;
+  const hash = hashApiKey(token);
+  const key = await store.findApiKeyByHash(hash);
+  if (!key || key.revoked_at !== null) throw unauthorized;
+  if (!timingSafeEqual(Buffer.from(key.hash, 'hex'), Buffer.from(hash, 'hex'))) throw unauthorized;
+  return { tenantId: key.tenant_id, keyId: key.id, scopes: key.scopes, sources: key.sources };
+}
+
+/** True when the principal holds `scope` (or `admin`). */
+export function hasScope(principal: Pick<Principal, 'scopes'>, scope: Scope): boolean {
+  return principal.scopes.includes('admin') || principal.scopes.includes(scope);
+}
+
+/**
+ * @throws {GatehouseError} `forbidden` when the principal lacks `scope`
+ */
+export function requireScope(principal: Pick<Principal, 'scopes'>, scope: Scope): void {
+  if (!hasScope(principal, scope)) {
+    throw new GatehouseError('forbidden', `This API key lacks the '${scope}' scope.`);
+  }
+}

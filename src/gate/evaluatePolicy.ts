@@ -1,0 +1,204 @@
+/**
+ * Evaluating a compiled policy for one action: no parsing here, only matching (cached per
+ * action name), the built-in checks and the precompiled CEL programs.
+ */
+import type { ActionMatcher } from './actionMatcher.js';
+import {
+  type CelActivation,
+  type CelProgram,
+  celErrorSummary,
+  celTypeName,
+  createActivation,
+} from './celRules.js';
+import { combineVerdicts } from './combineVerdicts.js';
+import type { GateInput, GateReason, GateResult, StateView, Verdict } from './gateTypes.js';
+import { type CompiledMessage, renderMessage } from './messageTemplate.js';
+import {
+  type CompiledRequirement,
+  checkOpenConflicts,
+  checkRequirement,
+  conflictedKeysOf,
+} from './requirementChecks.js';
+
+/** A rule ready to run. */
+export interface CompiledRule {
+  readonly name: string;
+  readonly verdict: 'Warn' | 'Block';
+  readonly mode: 'enforce' | 'shadow';
+  readonly onError: Verdict;
+  readonly condition: CelProgram;
+  readonly message: CompiledMessage;
+  /** String literals of the condition and the message: the state keys the rule may read. */
+  readonly stringLiterals: readonly string[];
+}
+
+/** An `actions` entry ready to match. */
+export interface CompiledEntry {
+  readonly pattern: string;
+  readonly matches: ActionMatcher;
+  readonly requirements: readonly CompiledRequirement[];
+  readonly rules: readonly CompiledRule[];
+}
+
+/** Everything {@link createEvaluator} needs from a compiled policy. */
+export interface PolicyProgram {
+  readonly globalRules: readonly CompiledRule[];
+  readonly entries: readonly CompiledEntry[];
+  readonly defaultVerdict: Verdict;
+  readonly openConflicts: Verdict;
+  readonly lowTrustBelow: number;
+}
+
+/** What applies to one action name; computed once per name. */
+interface ActionPlan {
+  readonly matched: boolean;
+  readonly requirements: readonly CompiledRequirement[];
+  readonly requiredKeys: ReadonlySet<string>;
+  readonly rules: readonly CompiledRule[];
+  readonly literalKeys: readonly string[];
+}
+
+/** Distinct action names whose plan is remembered; the cache is cleared when full. */
+const PLAN_CACHE_LIMIT = 1024;
+
+/** Returns the `evaluate` function of a compiled policy. */
+export function createEvaluator(program: PolicyProgram): (input: GateInput) => GateResult {
+  const plans = new Map<string, ActionPlan>();
+  const planFor = (action: string): ActionPlan => {
+    let plan = plans.get(action);
+    if (plan === undefined) {
+      // Action names come from callers: bound the cache rather than let it grow without limit.
+      if (plans.size >= PLAN_CACHE_LIMIT) plans.clear();
+      plan = buildPlan(program, action);
+      plans.set(action, plan);
+    }
+    return plan;
+  };
+  return (input) => evaluateWithPlan(program, planFor(input.action), input);
+}
+
+function buildPlan(program: PolicyProgram, action: string): ActionPlan {
+  const matching = program.entries.filter((entry) => entry.matches(action));
+  const requirements = matching.flatMap((entry) => entry.requirements);
+  const rules = [...program.globalRules, ...matching.flatMap((entry) => entry.rules)];
+  const literalKeys = new Set<string>();
+  for (const rule of rules) for (const literal of rule.stringLiterals) literalKeys.add(literal);
+  return {
+    matched: matching.length > 0,
+    requirements,
+    requiredKeys: new Set(requirements.map((requirement) => requirement.key)),
+    rules,
+    literalKeys: [...literalKeys],
+  };
+}
+
+function evaluateWithPlan(program: PolicyProgram, plan: ActionPlan, input: GateInput): GateResult {
+  const reasons: GateReason[] = [];
+  const shadow: GateReason[] = [];
+
+  if (!plan.matched && program.defaultVerdict !== 'Allow') {
+    reasons.push({
+      rule: 'default_verdict',
+      verdict: program.defaultVerdict,
+      message: `No policy entry matches action "${input.action}"; the default verdict is ${program.defaultVerdict}.`,
+      keys: [],
+    });
+  }
+
+  const conflictedKeys = conflictedKeysOf(input.state, input.conflicts);
+  const requirementReasons: GateReason[] = [];
+  for (const requirement of plan.requirements) {
+    checkRequirement(requirement, input.state, conflictedKeys, program, requirementReasons);
+  }
+  pushUnique(reasons, requirementReasons);
+
+  if (plan.rules.length > 0) {
+    const activation = createActivation(input);
+    for (const rule of plan.rules)
+      runRule(rule, activation, input.state, rule.mode === 'shadow' ? shadow : reasons);
+  }
+
+  const conflictReason = checkOpenConflicts(conflictedKeys, plan.requiredKeys, program.openConflicts);
+  if (conflictReason !== undefined) reasons.push(conflictReason);
+
+  const verdict = combineVerdicts(reasons.map((reason) => reason.verdict));
+  return {
+    verdict,
+    reason: summarize(verdict, reasons, plan.matched, input.action),
+    reasons,
+    shadow,
+    keysRead: keysRead(plan, input.state),
+  };
+}
+
+function runRule(
+  rule: CompiledRule,
+  activation: CelActivation,
+  state: Record<string, StateView>,
+  target: GateReason[],
+): void {
+  let result: unknown;
+  try {
+    result = rule.condition.run(activation);
+  } catch (error) {
+    reportFailure(rule, celErrorSummary(error), target);
+    return;
+  }
+  if (result === true) {
+    target.push({
+      rule: rule.name,
+      verdict: rule.verdict,
+      message: renderMessage(rule.message, activation),
+      keys: rule.stringLiterals.filter((literal) => Object.hasOwn(state, literal)).sort(),
+    });
+  } else if (result !== false) {
+    reportFailure(rule, `it returned ${celTypeName(result)}, not bool`, target);
+  }
+}
+
+function reportFailure(rule: CompiledRule, problem: string, target: GateReason[]): void {
+  // `on_error: Allow` is the policy author's explicit choice to ignore a failing rule.
+  if (rule.onError === 'Allow') return;
+  target.push({
+    rule: 'policy_error',
+    verdict: rule.onError,
+    message: `Rule ${rule.name} could not be evaluated: ${problem}`,
+    keys: [],
+  });
+}
+
+/** Two `actions` entries may require the same key: report each identical objection once. */
+function pushUnique(target: GateReason[], reasons: readonly GateReason[]): void {
+  const seen = new Set<string>();
+  for (const reason of reasons) {
+    const identity = `${reason.rule}\u0000${reason.message}`;
+    if (seen.has(identity)) continue;
+    seen.add(identity);
+    target.push(reason);
+  }
+}
+
+function summarize(
+  verdict: Verdict,
+  reasons: readonly GateReason[],
+  matched: boolean,
+  action: string,
+): string {
+  switch (verdict) {
+    case 'Block':
+    case 'Warn':
+      return reasons.find((reason) => reason.verdict === verdict)?.message ?? verdict;
+    case 'Allow':
+      return matched
+        ? 'Allowed: no rule objected.'
+        : `Allowed: no policy entry matches action "${action}" and the default verdict is Allow.`;
+  }
+}
+
+function keysRead(plan: ActionPlan, state: Record<string, StateView>): string[] {
+  const keys = new Set(plan.requiredKeys);
+  for (const literal of plan.literalKeys) {
+    if (Object.hasOwn(state, literal)) keys.add(literal);
+  }
+  return [...keys].sort();
+}

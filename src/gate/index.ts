@@ -1,0 +1,17 @@
+/**
+ * The gate: a YAML + CEL policy compiled once, deciding Allow / Warn / Block for an action from
+ * its parameters and the session's governed state.
+ */
+export { combineVerdicts } from './combineVerdicts.js';
+export { type CompilePolicyOptions, compilePolicy } from './compilePolicy.js';
+export { DEFAULT_POLICY_YAML, defaultPolicy } from './defaultPolicy.js';
+export type {
+  CompiledPolicy,
+  ConflictView,
+  GateInput,
+  GateReason,
+  GateResult,
+  StateView,
+  Verdict,
+} from './gateTypes.js';
+export { loadPolicyFile } from './loadPolicy.js';

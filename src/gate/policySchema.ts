@@ -1,0 +1,273 @@
+/**
+ * # The policy file
+ *
+ * A policy is one YAML document. Every field is optional except `version`; unknown fields are
+ * errors (a typo never silently disables a rule). Errors name the file, `line:col` and the field
+ * path, all at once.
+ *
+ * ```yaml
+ * version: 1                        # required; the format version
+ * default_verdict: Allow            # an action no `actions` entry matches: Allow (default) | Warn | Block
+ * types: [fact, assumption, preference, constraint]     # allowed state item types (this default)
+ * sources:                          # source name -> trust rank (integer >= 0); this default
+ *   { system: 4, user_input: 3, tool_output: 2, retrieval: 1, agent_inference: 1 }
+ * low_trust_below: 3                # trust strictly below this is "low trust" (default 3)
+ * open_conflicts: Warn              # unresolved conflicts on keys the action does not require:
+ *                                   # Warn (default) | Block | Allow (off)
+ * rules:                            # global rules: evaluated for every action
+ *   - name: no_deploy_friday        # required; unique in its list; letters, digits, _ . -
+ *     when: "action.startsWith('deploy.') && now.getDayOfWeek() == 5"   # CEL, must be bool
+ *     verdict: Block                # Block | Warn (required)
+ *     message: "No deploys on Friday ({action})"   # optional; {…} holds a CEL expression
+ *     mode: enforce                 # enforce (default) | shadow: reported in `shadow`, never enforced
+ *     on_error: Block               # verdict when `when` fails or is not a bool: Block (default) | Warn | Allow
+ *     description: "Free text"      # optional, ignored by the gate
+ * actions:
+ *   "payments.*":                   # an exact action name or a glob (see below)
+ *     description: "Free text"      # optional
+ *     requires:                     # state the action depends on
+ *       - key: budget.limit         # canonical state key (trimmed, lower-cased)
+ *         min_trust: user_input     # optional: a source name or a trust number
+ *         types: [fact, constraint] # optional: allowed types of the item
+ *       - user.email                # shorthand for `{ key: user.email }`
+ *     rules:                        # same shape as the global rules
+ *       - name: over_budget
+ *         when: "double(params.amount) > state['budget.limit'].number"
+ *         verdict: Block
+ *         message: "Transfer of {params.amount} exceeds the budget of {state['budget.limit'].value}"
+ * ```
+ *
+ * ## Matching actions
+ * Every `actions` entry whose pattern matches the action applies (exact names and globs alike,
+ * in file order), plus the global `rules`. Patterns are picomatch globs over `.`-separated
+ * segments (`/` also separates): `*` matches exactly one segment (`payments.*` matches
+ * `payments.refund`, not `payments.refund.bulk`), `**` any number of segments including none
+ * (`payments.**` matches `payments`, `payments.refund` and `payments.refund.bulk`), `?` one
+ * character, `{refund,transfer}` alternatives, a leading `!` negates. When no entry matches,
+ * `default_verdict` decides (a reason with rule `default_verdict` when it is not Allow).
+ *
+ * ## Built-in checks (for each `requires` entry of a matching entry)
+ * | rule | verdict | when |
+ * | --- | --- | --- |
+ * | `required_missing` | Block | the key is not in the session's state |
+ * | `required_conflicted` | Block | the key has an unresolved conflict |
+ * | `required_wrong_type` | Block | `types` is given and the item's type is not in it |
+ * | `required_untrusted` | Block | `min_trust` is given and the item's trust is below it |
+ * | `required_low_trust` | Warn | no `min_trust`, the item is a `fact` and its trust < `low_trust_below` |
+ * | `open_conflicts` | `open_conflicts` | unresolved conflicts on keys the action does not require |
+ *
+ * ## Rules (CEL)
+ * `when` is a CEL expression (https://cel.dev) over these variables:
+ * - `action` (string), `params` and `context` (maps from the request's JSON objects: JSON numbers
+ *   are CEL doubles, which compare with int and double literals alike: `params.amount > 100`;
+ *   arithmetic needs doubles: `params.amount * 2.0`),
+ * - `state`: map of key → `{value: string, number: double or null, type, source, status: string,
+ *   trust: int, version: int, updated_at: timestamp}`,
+ * - `conflicts`: list of `{conflict_id, key, current_value, proposed_value, proposed_source:
+ *   string, created_at: timestamp}`,
+ * - `now`: timestamp (`now.getDayOfWeek()`, `now.getHours('Europe/Paris')`, `now - x > duration('1h')`).
+ *
+ * Reading an absent map key (`params.missing`, `state['no.such']`) is an error, never false:
+ * guard with `has(params.x)` or `'k.k' in state`. Expressions are type-checked at load (unknown
+ * variables, unknown state fields, wrong operand types and a non-bool result are load errors).
+ * A rule whose `when` is true adds its verdict with its `name` as the reason's rule. A rule that
+ * fails at evaluation (or yields a non-bool) gives its `on_error` verdict with rule `policy_error`
+ * (`on_error: Allow` ignores the failure).
+ *
+ * Messages: `{expr}` is replaced by the value of the CEL expression `expr` (same variables);
+ * a placeholder that fails renders as `?`. Write `{{` and `}}` for literal braces.
+ *
+ * @module
+ */
+import { z } from 'zod';
+import { canonicalKey } from '../state/canonicalKey.js';
+
+/** The built-in reason names; a policy rule may not use them. */
+export const BUILTIN_RULE_NAMES = [
+  'required_missing',
+  'required_conflicted',
+  'required_wrong_type',
+  'required_untrusted',
+  'required_low_trust',
+  'open_conflicts',
+  'default_verdict',
+  'policy_error',
+] as const;
+
+/** The state item types used when a policy declares none. */
+export const DEFAULT_TYPES: readonly string[] = ['fact', 'assumption', 'preference', 'constraint'];
+
+/** The source trust ranks used when a policy declares none. */
+export const DEFAULT_SOURCES: Readonly<Record<string, number>> = {
+  system: 4,
+  user_input: 3,
+  tool_output: 2,
+  retrieval: 1,
+  agent_inference: 1,
+};
+
+/** Trust strictly below this is low trust unless the policy says otherwise (= `user_input`). */
+export const DEFAULT_LOW_TRUST_BELOW = 3;
+
+const verdictSchema = z.enum(['Allow', 'Warn', 'Block']);
+const ruleVerdictSchema = z.enum(['Block', 'Warn']);
+const nameSchema = z
+  .string()
+  .regex(/^[a-z][a-z0-9_]*$/, 'Must be lower-case letters, digits and _, starting with a letter');
+
+/**
+ * A state key, canonicalised by the same rules as a write (`User.Email ` → `user.email`), so a
+ * requirement can never name a key no write could create.
+ */
+const stateKeySchema = z.string().transform((raw, ctx) => {
+  try {
+    return canonicalKey(raw);
+  } catch (error) {
+    ctx.addIssue({ code: 'custom', message: error instanceof Error ? error.message : String(error) });
+    return z.NEVER;
+  }
+});
+
+/** One rule: a CEL condition and the verdict it raises. */
+export const ruleSchema = z.strictObject({
+  name: z
+    .string()
+    .regex(
+      /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/,
+      'A rule name starts with a letter and holds letters, digits, _ . - (at most 64)',
+    )
+    .refine((name) => !(BUILTIN_RULE_NAMES as readonly string[]).includes(name), {
+      message: `Reserved for a built-in check (${BUILTIN_RULE_NAMES.join(', ')})`,
+    }),
+  when: z.string().trim().min(1, 'A CEL condition is required'),
+  verdict: ruleVerdictSchema,
+  message: z.string().min(1).optional(),
+  mode: z.enum(['enforce', 'shadow']).default('enforce'),
+  on_error: verdictSchema.default('Block'),
+  description: z.string().optional(),
+});
+
+/** One state key an action depends on. A bare string is shorthand for `{ key }`. */
+export const requirementSchema = z.preprocess(
+  (value) => (typeof value === 'string' ? { key: value } : value),
+  z.strictObject({
+    key: stateKeySchema,
+    min_trust: z.union([nameSchema, z.number().int().min(0)]).optional(),
+    types: z.array(nameSchema).min(1).optional(),
+  }),
+);
+
+/** The policy for the actions one pattern matches. */
+export const actionPolicySchema = z.strictObject({
+  description: z.string().optional(),
+  requires: z.array(requirementSchema).default([]),
+  rules: z.array(ruleSchema).default([]),
+});
+
+const policyObjectSchema = z.strictObject({
+  version: z.literal(1, { error: 'The policy format version must be 1' }),
+  default_verdict: verdictSchema.default('Allow'),
+  types: z
+    .array(nameSchema)
+    .min(1)
+    .default([...DEFAULT_TYPES]),
+  sources: z.record(nameSchema, z.number().int().min(0)).default({ ...DEFAULT_SOURCES }),
+  low_trust_below: z.number().int().min(0).default(DEFAULT_LOW_TRUST_BELOW),
+  open_conflicts: verdictSchema.default('Warn'),
+  rules: z.array(ruleSchema).default([]),
+  actions: z
+    .record(z.string().trim().min(1, 'An action pattern cannot be empty'), actionPolicySchema)
+    .default({}),
+});
+
+/**
+ * The whole policy document, with its cross-field checks (unique rule names and types, known
+ * sources and types in `requires`).
+ */
+export const policySchema = policyObjectSchema.superRefine(crossCheck, {
+  // Run even when fields failed, so one load reports every problem: crossCheck reads the
+  // partially parsed value defensively.
+  when: () => true,
+});
+
+function crossCheck(policy: unknown, ctx: z.RefinementCtx): void {
+  if (!isRecord(policy)) return;
+  const types = stringsIn(policy['types']) ?? DEFAULT_TYPES;
+  const sources = isRecord(policy['sources']) ? policy['sources'] : DEFAULT_SOURCES;
+  if (new Set(types).size !== types.length) {
+    ctx.addIssue({ code: 'custom', path: ['types'], message: 'Types must be unique' });
+  }
+  if (Object.keys(sources).length === 0) {
+    ctx.addIssue({ code: 'custom', path: ['sources'], message: 'At least one source is required' });
+  }
+  reportDuplicateNames(policy['rules'], ['rules'], ctx);
+  const actions = isRecord(policy['actions']) ? policy['actions'] : {};
+  for (const [pattern, entry] of Object.entries(actions)) {
+    if (!isRecord(entry)) continue;
+    reportDuplicateNames(entry['rules'], ['actions', pattern, 'rules'], ctx);
+    const requires = Array.isArray(entry['requires']) ? entry['requires'] : [];
+    requires.forEach((requirement: unknown, index) => {
+      if (!isRecord(requirement)) return;
+      const path = ['actions', pattern, 'requires', index];
+      const minTrust = requirement['min_trust'];
+      if (typeof minTrust === 'string' && !Object.hasOwn(sources, minTrust)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [...path, 'min_trust'],
+          message: `Unknown source "${minTrust}"; expected a number or one of: ${Object.keys(sources).join(', ')}`,
+        });
+      }
+      stringsIn(requirement['types'])?.forEach((type, typeIndex) => {
+        if (!types.includes(type)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [...path, 'types', typeIndex],
+            message: `Unknown type "${type}"; expected one of: ${types.join(', ')}`,
+          });
+        }
+      });
+    });
+  }
+}
+
+function reportDuplicateNames(rules: unknown, path: (string | number)[], ctx: z.RefinementCtx): void {
+  if (!Array.isArray(rules)) return;
+  const seen = new Set<string>();
+  rules.forEach((rule: unknown, index) => {
+    const name = isRecord(rule) ? rule['name'] : undefined;
+    if (typeof name !== 'string') return;
+    if (seen.has(name)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [...path, index, 'name'],
+        message: `Duplicate rule name "${name}" in this list`,
+      });
+    }
+    seen.add(name);
+  });
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function stringsIn(value: unknown): readonly string[] | undefined {
+  return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : undefined;
+}
+
+/** A validated policy document (defaults applied). */
+export type PolicyDocument = z.output<typeof policySchema>;
+/** One validated rule. */
+export type PolicyRule = z.output<typeof ruleSchema>;
+/** One validated `requires` entry. */
+export type PolicyRequirement = z.output<typeof requirementSchema>;
+/** One validated `actions` entry. */
+export type ActionPolicy = z.output<typeof actionPolicySchema>;
+
+/** The fields allowed in each kind of object, for "unknown field" messages. */
+export const ALLOWED_FIELDS = {
+  policy: Object.keys(policyObjectSchema.shape),
+  action: Object.keys(actionPolicySchema.shape),
+  rule: Object.keys(ruleSchema.shape),
+  requirement: ['key', 'min_trust', 'types'],
+} as const;

@@ -1,0 +1,67 @@
+/**
+ * `gatehouse`: the core. Governed state, the gate, the hash-chained history and webhook
+ * subscriptions, over any {@link Store}. Faces live in `gatehouse/http`, `gatehouse/mcp`,
+ * `gatehouse/langchain`, `gatehouse/client` and `gatehouse/webhooks`; stores in
+ * `gatehouse/sqlite` and `gatehouse/postgres`.
+ */
+
+export {
+  authenticateApiKey,
+  type CreateApiKeyOptions,
+  createApiKey,
+  DEFAULT_KEY_SOURCES,
+  hashApiKey,
+  hasScope,
+  KEY_PREFIX,
+  type Principal,
+  requireScope,
+} from './auth/apiKeys.js';
+export {
+  ERROR_CODES,
+  type ErrorCode,
+  type FieldError,
+  GatehouseError,
+  type GatehouseErrorOptions,
+  isGatehouseError,
+  toGatehouseError,
+} from './errors.js';
+export {
+  type CompiledPolicy,
+  type ConflictView,
+  combineVerdicts,
+  compilePolicy,
+  DEFAULT_POLICY_YAML,
+  defaultPolicy,
+  type GateInput,
+  type GateReason,
+  type GateResult,
+  loadPolicyFile,
+  type StateView,
+} from './gate/index.js';
+export {
+  type CallContext,
+  createGatehouse,
+  type DecisionRecord,
+  type Gatehouse,
+  type GatehouseOptions,
+  type WebhookUrlCheck,
+} from './gatehouse.js';
+export { type CursorPosition, decodeCursor, encodeCursor } from './history/cursor.js';
+export { GENESIS_HASH, type HashedFields, hashEvent, verifyChain } from './history/hashChain.js';
+export {
+  type Clock,
+  createIdGenerator,
+  type IdGenerator,
+  type IdPrefix,
+  type RandomBytes,
+  systemClock,
+  systemRandomBytes,
+} from './runtime.js';
+export * from './schemas.js';
+export { canonicalKey, keyCategory } from './state/canonicalKey.js';
+export { type Classification, classify, maskValue, type Sensitivity } from './state/classify.js';
+export { decideWrite, type WriteOutcome, type WriteSide } from './state/conflictRules.js';
+export { maskSecrets } from './state/maskSecrets.js';
+export type * from './store.js';
+export { parseInput } from './validation.js';
+export * from './webhooks/index.js';

@@ -1,0 +1,33 @@
+/**
+ * The injected dependencies of the core: time, IDs and randomness. Tests pass fixed ones so they
+ * never sleep and every result is reproducible.
+ */
+import { randomBytes as nodeRandomBytes } from 'node:crypto';
+import { monotonicFactory } from 'ulid';
+
+/** Returns the current time. */
+export type Clock = () => Date;
+
+/** Returns a new ID with the given prefix (`dec`, `evt`, …): `dec_01J…`, sortable by creation. */
+export type IdGenerator = (prefix: IdPrefix) => string;
+
+/** Returns `n` cryptographically random bytes. */
+export type RandomBytes = (n: number) => Uint8Array;
+
+/** The prefixes Gatehouse IDs carry. */
+export type IdPrefix = 'dec' | 'evt' | 'cfl' | 'whk' | 'dlv' | 'key';
+
+/** The system clock. */
+export const systemClock: Clock = () => new Date();
+
+/**
+ * Prefixed ULIDs: lexicographically sortable by time, monotonic within a millisecond.
+ * @example createIdGenerator()('dec') // 'dec_01JD3…'
+ */
+export function createIdGenerator(clock: Clock = systemClock): IdGenerator {
+  const next = monotonicFactory();
+  return (prefix) => `${prefix}_${next(clock().getTime()).toLowerCase()}`;
+}
+
+/** Random bytes from `node:crypto`. */
+export const systemRandomBytes: RandomBytes = (n) => new Uint8Array(nodeRandomBytes(n));

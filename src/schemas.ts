@@ -1,0 +1,313 @@
+/**
+ * The contract. Every face (HTTP, MCP, LangChain, in-process) validates input with these zod
+ * schemas and returns these shapes; types come from `z.infer`, OpenAPI and MCP tool schemas are
+ * generated from them. Names are snake_case, as on the wire.
+ */
+import { z } from 'zod';
+
+/** Size limits shared by every face. */
+export const LIMITS = {
+  /** Longest session ID, in characters. */
+  sessionId: 128,
+  /** Longest raw key, in characters. */
+  key: 128,
+  /** Largest state value, in bytes of UTF-8. */
+  valueBytes: 16 * 1024,
+  /** Largest `metadata`, `params` or `context` object, in bytes of JSON. */
+  objectBytes: 16 * 1024,
+  /** Longest action name. */
+  action: 200,
+  /** Largest history page. */
+  historyLimit: 500,
+  /** Default history page. */
+  historyDefaultLimit: 50,
+} as const;
+
+const utf8 = new TextEncoder();
+
+function jsonObject(what: string) {
+  return z
+    .record(z.string(), z.unknown())
+    .refine((o) => utf8.encode(JSON.stringify(o)).byteLength <= LIMITS.objectBytes, {
+      message: `${what} must be at most ${LIMITS.objectBytes} bytes of JSON`,
+    });
+}
+
+/** A session ID: 1–128 printable characters. */
+export const SessionIdSchema = z
+  .string()
+  .trim()
+  .min(1, 'session_id must not be empty')
+  .max(LIMITS.sessionId, `session_id must be at most ${LIMITS.sessionId} characters`)
+  .regex(/^[\x21-\x7e]+$/, 'session_id must be printable ASCII without spaces');
+
+/** The verdicts of the gate, strictest last. */
+export const VerdictSchema = z.enum(['Allow', 'Warn', 'Block']);
+export type Verdict = z.infer<typeof VerdictSchema>;
+
+/** `POST /v1/state/items`: record one state item. */
+export const RecordStateInputSchema = z.strictObject({
+  session_id: SessionIdSchema,
+  key: z.string().max(LIMITS.key * 2, `key must be at most ${LIMITS.key} characters`),
+  value: z.string().refine((v) => utf8.encode(v).byteLength <= LIMITS.valueBytes, {
+    message: `value must be at most ${LIMITS.valueBytes} bytes`,
+  }),
+  type: z.string().min(1, 'type must not be empty').max(64),
+  source: z.string().min(1, 'source must not be empty').max(64),
+  expected_version: z.number().int().min(0).optional(),
+  metadata: jsonObject('metadata').optional(),
+});
+export type RecordStateInput = z.input<typeof RecordStateInputSchema>;
+
+/** Sensitivity of a value, from detectors on key and value. */
+export const SensitivitySchema = z.enum(['public', 'pii', 'secret']);
+
+/** One version of a state item, as returned by every face. */
+export const StateItemSchema = z.object({
+  session_id: z.string(),
+  key: z.string(),
+  value: z.string(),
+  type: z.string(),
+  source: z.string(),
+  trust: z.number().int(),
+  sensitivity: SensitivitySchema,
+  category: z.string(),
+  version: z.number().int().min(1),
+  /** `current`: the value in force; `conflicted`: in force, with an open conflict; `superseded`: an old version. */
+  status: z.enum(['current', 'conflicted', 'superseded']),
+  metadata: z.record(z.string(), z.unknown()),
+  updated_at: z.string(),
+});
+export type StateItem = z.infer<typeof StateItemSchema>;
+
+/** A recorded disagreement: a lower-trust write that did not replace the current value. */
+export const ConflictSchema = z.object({
+  conflict_id: z.string(),
+  session_id: z.string(),
+  key: z.string(),
+  status: z.enum(['open', 'resolved']),
+  current: z.object({
+    value: z.string(),
+    type: z.string(),
+    source: z.string(),
+    trust: z.number().int(),
+    version: z.number().int(),
+  }),
+  proposed: z.object({
+    value: z.string(),
+    type: z.string(),
+    source: z.string(),
+    trust: z.number().int(),
+    metadata: z.record(z.string(), z.unknown()),
+  }),
+  resolution: z.enum(['keep_current', 'accept_proposed', 'superseded']).nullable(),
+  created_at: z.string(),
+  resolved_at: z.string().nullable(),
+});
+export type Conflict = z.infer<typeof ConflictSchema>;
+
+/** The answer to a state write. */
+export const RecordStateResultSchema = z.object({
+  outcome: z.enum(['created', 'superseded', 'unchanged', 'conflict']),
+  changed: z.boolean(),
+  item: StateItemSchema,
+  conflict: ConflictSchema.nullable(),
+  event_id: z.string().nullable(),
+});
+export type RecordStateResult = z.infer<typeof RecordStateResultSchema>;
+
+/** `POST /v1/state/conflicts/{id}/resolve`. */
+export const ResolveConflictInputSchema = z.strictObject({
+  resolution: z.enum(['keep_current', 'accept_proposed']),
+  note: z.string().max(1000).optional(),
+});
+export type ResolveConflictInput = z.input<typeof ResolveConflictInputSchema>;
+
+/** `POST /v1/gates/evaluate`: ask the gate about one action. */
+export const EvaluateInputSchema = z.strictObject({
+  session_id: SessionIdSchema,
+  action: z
+    .string()
+    .trim()
+    .min(1, 'action must not be empty')
+    .max(LIMITS.action, `action must be at most ${LIMITS.action} characters`),
+  params: jsonObject('params').optional(),
+  context: jsonObject('context').optional(),
+});
+export type EvaluateInput = z.input<typeof EvaluateInputSchema>;
+
+/** One reason behind a verdict. */
+export const GateReasonSchema = z.object({
+  rule: z.string(),
+  verdict: z.enum(['Warn', 'Block']),
+  message: z.string(),
+  keys: z.array(z.string()),
+});
+
+/** A gate decision: the answer of `evaluate` and the data of a `gate_evaluation` event. */
+export const DecisionSchema = z.object({
+  decision_id: z.string(),
+  verdict: VerdictSchema,
+  allowed: z.boolean(),
+  reason: z.string(),
+  reasons: z.array(GateReasonSchema),
+  shadow: z.array(GateReasonSchema),
+  session_id: z.string(),
+  action: z.string(),
+  policy: z.object({ revision: z.string() }),
+  state_versions: z.record(z.string(), z.number().int()),
+  evaluated_at: z.string(),
+});
+export type Decision = z.infer<typeof DecisionSchema>;
+
+/** `POST /v1/decisions/{id}/outcome`: what happened after a decision. */
+export const OutcomeInputSchema = z.strictObject({
+  outcome: z.enum(['succeeded', 'failed']),
+  detail: z.string().max(2000).optional(),
+});
+export type OutcomeInput = z.input<typeof OutcomeInputSchema>;
+
+/** The history event types. */
+export const EVENT_TYPES = [
+  'state_change',
+  'state_conflict',
+  'conflict_resolved',
+  'gate_evaluation',
+  'action_outcome',
+] as const;
+export const EventTypeSchema = z.enum(EVENT_TYPES);
+export type EventType = z.infer<typeof EventTypeSchema>;
+
+/** One append-only, hash-chained history event. */
+export const HistoryEventSchema = z.object({
+  event_id: z.string(),
+  seq: z.number().int(),
+  type: EventTypeSchema,
+  session_id: z.string(),
+  occurred_at: z.string(),
+  data: z.record(z.string(), z.unknown()),
+  prev_hash: z.string(),
+  hash: z.string(),
+});
+export type HistoryEvent = z.infer<typeof HistoryEventSchema>;
+
+/** `GET /v1/history/events` query. */
+export const HistoryQuerySchema = z.strictObject({
+  session_id: SessionIdSchema.optional(),
+  type: EventTypeSchema.optional(),
+  decision_id: z.string().max(64).optional(),
+  limit: z.coerce
+    .number()
+    .int('limit must be an integer')
+    .min(1, 'limit must be at least 1')
+    .max(LIMITS.historyLimit, `limit must be at most ${LIMITS.historyLimit}`)
+    .default(LIMITS.historyDefaultLimit),
+  cursor: z.string().max(200).optional(),
+  order: z.enum(['asc', 'desc']).default('desc'),
+});
+export type HistoryQuery = z.input<typeof HistoryQuerySchema>;
+
+/** A page of history. */
+export const HistoryPageSchema = z.object({
+  events: z.array(HistoryEventSchema),
+  next_cursor: z.string().nullable(),
+});
+export type HistoryPage = z.infer<typeof HistoryPageSchema>;
+
+/** The result of recomputing the hash chain. */
+export const VerifyResultSchema = z.object({
+  ok: z.boolean(),
+  checked: z.number().int(),
+  head: z.string().nullable(),
+  first_bad_seq: z.number().int().nullable(),
+  problem: z.string().nullable(),
+});
+export type VerifyResult = z.infer<typeof VerifyResultSchema>;
+
+/** Event kinds a webhook may subscribe to. */
+export const WebhookEventSelectorSchema = z.union([EventTypeSchema, z.literal('*')]);
+
+/** An optional filter on a subscription. */
+export const WebhookFilterSchema = z.strictObject({
+  verdicts: z.array(VerdictSchema).min(1).optional(),
+  session_id: SessionIdSchema.optional(),
+});
+
+/** `POST /v1/webhooks`: subscribe an HTTPS endpoint to events. */
+export const CreateWebhookInputSchema = z.strictObject({
+  url: z.string().max(2048, 'url must be at most 2048 characters'),
+  events: z.array(WebhookEventSelectorSchema).min(1, 'events must list at least one event type'),
+  filter: WebhookFilterSchema.optional(),
+  description: z.string().max(500).optional(),
+});
+export type CreateWebhookInput = z.input<typeof CreateWebhookInputSchema>;
+
+/** A stored webhook subscription (secrets never included). */
+export const WebhookSchema = z.object({
+  id: z.string(),
+  url: z.string(),
+  events: z.array(z.string()),
+  filter: WebhookFilterSchema.nullable(),
+  description: z.string().nullable(),
+  status: z.enum(['active', 'disabled']),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type Webhook = z.infer<typeof WebhookSchema>;
+
+/** A webhook with its signing secret: returned once, at creation and rotation. */
+export const WebhookWithSecretSchema = WebhookSchema.extend({ secret: z.string() });
+export type WebhookWithSecret = z.infer<typeof WebhookWithSecretSchema>;
+
+/** `POST /v1/webhooks/{id}/rotate-secret`. */
+export const RotateSecretInputSchema = z.strictObject({
+  /** Seconds the old secret keeps signing alongside the new one. */
+  overlap_seconds: z
+    .number()
+    .int()
+    .min(0)
+    .max(7 * 24 * 3600)
+    .default(24 * 3600),
+});
+
+/** One delivery of one event to one webhook. */
+export const DeliverySchema = z.object({
+  delivery_id: z.string(),
+  webhook_id: z.string(),
+  event_id: z.string(),
+  event_type: z.string(),
+  status: z.enum(['pending', 'delivered', 'failed']),
+  attempts: z.number().int(),
+  next_attempt_at: z.string().nullable(),
+  last_status_code: z.number().int().nullable(),
+  last_error: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  delivered_at: z.string().nullable(),
+});
+export type Delivery = z.infer<typeof DeliverySchema>;
+
+/** The API key scopes. `admin` implies all others. */
+export const SCOPES = [
+  'state:write',
+  'state:read',
+  'gate:evaluate',
+  'history:read',
+  'webhooks:manage',
+  'admin',
+] as const;
+export const ScopeSchema = z.enum(SCOPES);
+export type Scope = z.infer<typeof ScopeSchema>;
+
+/** An API key as listed (the secret is never stored or listed). */
+export const ApiKeySchema = z.object({
+  id: z.string(),
+  tenant_id: z.string(),
+  name: z.string(),
+  prefix: z.string(),
+  scopes: z.array(ScopeSchema),
+  sources: z.array(z.string()),
+  created_at: z.string(),
+  revoked_at: z.string().nullable(),
+});
+export type ApiKey = z.infer<typeof ApiKeySchema>;

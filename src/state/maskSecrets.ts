@@ -1,0 +1,39 @@
+/**
+ * Masks secrets in what goes into history and webhooks. A value is masked when the detectors
+ * classify it (with the name it stands under) as secret, or when it equals a value already known
+ * to be secret in the session.
+ */
+import { classify, maskValue } from './classify.js';
+
+const MAX_DEPTH = 32;
+
+/**
+ * Returns a copy of `value` with every secret string leaf replaced by the masked marker.
+ * @param name the field name the value stands under, used by the key-name detectors
+ * @param knownSecrets exact values to mask wherever they appear, including inside longer strings
+ */
+export function maskSecrets(
+  value: unknown,
+  name: string,
+  knownSecrets: ReadonlySet<string> = new Set(),
+): unknown {
+  return walk(value, name, knownSecrets, 0);
+}
+
+function walk(value: unknown, name: string, known: ReadonlySet<string>, depth: number): unknown {
+  if (typeof value === 'string') return maskString(value, name, known);
+  if (value === null || typeof value !== 'object' || depth > MAX_DEPTH) return value;
+  if (Array.isArray(value)) return value.map((v) => walk(v, name, known, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = walk(v, `${name}.${k}`, known, depth + 1);
+  return out;
+}
+
+function maskString(value: string, name: string, known: ReadonlySet<string>): string {
+  if (classify(name, value).sensitivity === 'secret') return maskValue(value, 'secret');
+  let out = value;
+  for (const secret of known) {
+    if (secret.length >= 4 && out.includes(secret)) out = out.split(secret).join(maskValue(secret, 'secret'));
+  }
+  return out;
+}

@@ -1,0 +1,217 @@
+/**
+ * The Store: everything the core needs from a database, and nothing more. The core holds the
+ * rules (versioning, conflicts, chaining, matching); a Store keeps rows, runs transactions and
+ * answers indexed queries. `test/store/contract.ts` is the suite every Store must pass.
+ *
+ * Every method is scoped by `tenantId`: nothing of one tenant is reachable through another.
+ */
+import type {
+  ApiKey,
+  Conflict,
+  Delivery,
+  EventType,
+  HistoryEvent,
+  Scope,
+  StateItem,
+  Webhook,
+} from './schemas.js';
+
+/** A history event as stored, with the decision it belongs to (indexed). */
+export interface StoredEvent extends HistoryEvent {
+  decision_id: string | null;
+}
+
+/** Filters for {@link StoreReader.queryEvents}. */
+export interface EventQuery {
+  session_id?: string | undefined;
+  type?: EventType | undefined;
+  decision_id?: string | undefined;
+  /** Return only events after this seq in `order` (exclusive). */
+  after_seq?: number | undefined;
+  order: 'asc' | 'desc';
+  limit: number;
+}
+
+/** Filters for {@link StoreReader.listConflicts}. */
+export interface ConflictQuery {
+  session_id?: string | undefined;
+  key?: string | undefined;
+  status?: 'open' | 'resolved' | undefined;
+}
+
+/** One signing secret of a webhook; several are active during a rotation overlap. */
+export interface WebhookSecret {
+  secret: string;
+  created_at: string;
+  /** After this instant the secret no longer signs; null while it is the newest. */
+  expires_at: string | null;
+}
+
+/** A webhook as stored: with its secrets. */
+export interface StoredWebhook extends Webhook {
+  secrets: WebhookSecret[];
+}
+
+/** A new outbox row, written in the same transaction as its event. */
+export interface NewDelivery {
+  delivery_id: string;
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  next_attempt_at: string;
+  created_at: string;
+}
+
+/** A delivery claimed by a dispatcher, with what it needs to send it. */
+export interface ClaimedDelivery {
+  tenant_id: string;
+  delivery: Delivery;
+  webhook: StoredWebhook;
+  event: HistoryEvent;
+}
+
+/** The result of one attempt, recorded by the dispatcher. */
+export interface DeliveryAttempt {
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  next_attempt_at: string | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  delivered_at: string | null;
+  updated_at: string;
+}
+
+/** An API key as stored: the SHA-256 of the secret, never the secret. */
+export interface StoredApiKey extends ApiKey {
+  hash: string;
+}
+
+/** The chain head of a tenant: the last seq and hash. */
+export interface ChainHead {
+  seq: number;
+  hash: string;
+}
+
+/** Reads. Outside a transaction they see committed data only. */
+export interface StoreReader {
+  /** The current version of an item, with its status (`current` or `conflicted`). */
+  getItem(tenantId: string, sessionId: string, key: string): Promise<StateItem | null>;
+  /** One version of an item (`superseded` unless it is the current one). */
+  getItemVersion(
+    tenantId: string,
+    sessionId: string,
+    key: string,
+    version: number,
+  ): Promise<StateItem | null>;
+  /** All versions of an item, oldest first. */
+  listItemVersions(tenantId: string, sessionId: string, key: string): Promise<StateItem[]>;
+  /** The current version of every item of a session, ordered by key. */
+  listItems(tenantId: string, sessionId: string): Promise<StateItem[]>;
+  getConflict(tenantId: string, conflictId: string): Promise<Conflict | null>;
+  /** Conflicts, newest first (at most 500). */
+  listConflicts(tenantId: string, query: ConflictQuery): Promise<Conflict[]>;
+  /** Indexed event query: cost does not grow with the size of the log. */
+  queryEvents(tenantId: string, query: EventQuery): Promise<StoredEvent[]>;
+  getWebhook(tenantId: string, webhookId: string): Promise<StoredWebhook | null>;
+  /** Webhooks of a tenant, oldest first. */
+  listWebhooks(tenantId: string): Promise<StoredWebhook[]>;
+  getDelivery(tenantId: string, deliveryId: string): Promise<Delivery | null>;
+  /** Deliveries of one webhook, newest first, after `before_id` (exclusive) when given. */
+  listDeliveries(
+    tenantId: string,
+    webhookId: string,
+    query: { status?: Delivery['status'] | undefined; limit: number; before_id?: string | undefined },
+  ): Promise<Delivery[]>;
+}
+
+/** Writes; only inside {@link Store.transaction}. */
+export interface StoreTx extends StoreReader {
+  /**
+   * The current version of an item, locked until the transaction ends so concurrent writers to
+   * the same key serialise (SELECT … FOR UPDATE on PostgreSQL).
+   */
+  lockItem(tenantId: string, sessionId: string, key: string): Promise<StateItem | null>;
+  /** Inserts a new version and makes it current with `item.status`. */
+  insertItemVersion(tenantId: string, item: StateItem): Promise<void>;
+  /** Sets the status of the current version (`current` | `conflicted`). */
+  setItemStatus(
+    tenantId: string,
+    sessionId: string,
+    key: string,
+    status: 'current' | 'conflicted',
+  ): Promise<void>;
+  insertConflict(tenantId: string, conflict: Conflict): Promise<void>;
+  updateConflict(
+    tenantId: string,
+    conflictId: string,
+    patch: Pick<Conflict, 'status' | 'resolution' | 'resolved_at'>,
+  ): Promise<void>;
+  /** The tenant's chain head, locked until the transaction ends; `null` before the first event. */
+  lockChainHead(tenantId: string): Promise<ChainHead | null>;
+  /** Appends an event and moves the chain head to it. */
+  appendEvent(tenantId: string, event: StoredEvent): Promise<void>;
+  insertDeliveries(tenantId: string, deliveries: NewDelivery[]): Promise<void>;
+  insertWebhook(tenantId: string, webhook: StoredWebhook): Promise<void>;
+  updateWebhook(
+    tenantId: string,
+    webhookId: string,
+    patch: Partial<Pick<StoredWebhook, 'status' | 'secrets' | 'updated_at'>>,
+  ): Promise<void>;
+  /** Deletes a webhook and its pending deliveries; true when it existed. */
+  deleteWebhook(tenantId: string, webhookId: string): Promise<boolean>;
+  /** Makes a delivery due again now (redeliver). */
+  resetDelivery(
+    tenantId: string,
+    deliveryId: string,
+    nextAttemptAt: string,
+    updatedAt: string,
+  ): Promise<void>;
+}
+
+/** API keys; looked up by hash across tenants, because the key says which tenant it is. */
+export interface KeyStore {
+  insertApiKey(key: StoredApiKey): Promise<void>;
+  findApiKeyByHash(hash: string): Promise<StoredApiKey | null>;
+  /** Keys of one tenant, or of all tenants when `tenantId` is undefined. */
+  listApiKeys(tenantId?: string): Promise<StoredApiKey[]>;
+  /** Revokes a key; true when it existed and was active. */
+  revokeApiKey(keyId: string, at: string): Promise<boolean>;
+  countApiKeys(): Promise<number>;
+}
+
+/** What a webhook dispatcher needs; deliveries are claimed with a lease so one worker sends each. */
+export interface OutboxStore {
+  /**
+   * Claims up to `limit` deliveries that are pending and due at `now` (or whose lease expired),
+   * leasing them until `leaseUntil`. Deliveries of disabled webhooks are not claimed.
+   */
+  claimDueDeliveries(options: { now: string; leaseUntil: string; limit: number }): Promise<ClaimedDelivery[]>;
+  /** Records an attempt's outcome and releases the lease. */
+  recordDeliveryAttempt(tenantId: string, deliveryId: string, attempt: DeliveryAttempt): Promise<void>;
+  /** Marks a webhook disabled (after a 410). */
+  disableWebhook(tenantId: string, webhookId: string, at: string): Promise<void>;
+  /** The earliest `next_attempt_at` of a pending delivery, to sleep until then. */
+  nextDueAt(): Promise<string | null>;
+}
+
+/** A Gatehouse database. */
+export interface Store extends StoreReader, KeyStore, OutboxStore {
+  /** A short name for logs and `/readyz` (`sqlite`, `postgres`). */
+  readonly kind: string;
+  /**
+   * Runs `fn` in one transaction: all of its writes land or none. Transactions that touch the
+   * same item or the same tenant's chain serialise.
+   */
+  transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
+  /** Lightweight liveness query; throws when the database is unreachable. */
+  ping(): Promise<void>;
+  /** Closes the database; safe to call twice. */
+  close(): Promise<void>;
+  /** Events of a tenant in seq order, in pages, for chain verification and export. */
+  scanEvents(tenantId: string, options?: { pageSize?: number }): AsyncIterable<HistoryEvent[]>;
+  /** Tenants that have events. */
+  listTenants(): Promise<string[]>;
+}
+
+/** The scopes type, re-exported for stores. */
+export type { Scope };

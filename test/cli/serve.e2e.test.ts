@@ -1,0 +1,217 @@
+/**
+ * The real `gatehouse` process on loopback: the two-command start, the README walk-through run
+ * as written, the in-process example, and the CLI's other commands.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const root = join(import.meta.dirname, '../..');
+const cli = join(root, 'dist/adapters/cli/main.js');
+const dir = mkdtempSync(join(tmpdir(), 'gatehouse-cli-'));
+
+/** Starts `gatehouse serve` and resolves with its URL, key and the process. */
+async function serve(
+  args: string[],
+): Promise<{ proc: ChildProcess; url: string; key: string | undefined; out: () => string }> {
+  const proc = spawn(process.execPath, [cli, 'serve', '--port', '0', ...args], {
+    cwd: dir,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, GATEHOUSE_LOG_LEVEL: 'warn' },
+  });
+  let out = '';
+  let err = '';
+  proc.stdout!.on('data', (d) => {
+    out += d;
+  });
+  proc.stderr!.on('data', (d) => {
+    err += d;
+  });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${out}\n${err}`)), 20_000);
+    const check = () => {
+      if (/Stop with Ctrl-C/.test(out)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    proc.stdout!.on('data', check);
+    proc.on('exit', (code) => reject(new Error(`serve exited ${code}:\n${out}\n${err}`)));
+  });
+  const url = /listening on (http:\/\/\S+)/.exec(out)![1]!;
+  const key = /export GATEHOUSE_KEY=(\S+)/.exec(out)?.[1];
+  return { proc, url, key, out: () => out + err };
+}
+
+function stop(proc: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    proc.once('exit', (code) => resolve(code));
+    proc.kill('SIGTERM');
+  });
+}
+
+function block(name: string): string {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const section = readme.split(`<!-- ${name}:start -->`)[1]!.split(`<!-- ${name}:end -->`)[0]!;
+  return section.replace(/^\s*```\w*\n/, '').replace(/```\s*$/, '');
+}
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('gatehouse serve', () => {
+  let server: Awaited<ReturnType<typeof serve>>;
+  const db = join(dir, 'serve.db');
+
+  beforeAll(async () => {
+    server = await serve(['--database', db]);
+  });
+  afterAll(async () => {
+    if (server.proc.exitCode === null) await stop(server.proc);
+  });
+
+  it('prints an admin key once, with how to use it', () => {
+    expect(server.key).toMatch(/^gh_/);
+    expect(server.out()).toContain('curl -s -X POST');
+  });
+
+  it('runs the README walk-through as written', async () => {
+    const script = block('walkthrough');
+    const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script], {
+      env: { ...process.env, GATEHOUSE_URL: server.url, GATEHOUSE_KEY: server.key! },
+    });
+    const lines = stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines[0]).toMatchObject({ outcome: 'created', item: { key: 'budget.limit', value: '5000' } });
+    expect(lines[1]).toMatchObject({ outcome: 'conflict', item: { value: '5000', status: 'conflicted' } });
+    expect(lines[2]).toMatchObject({ status: 'resolved', resolution: 'keep_current' });
+    expect(lines[3]).toMatchObject({
+      verdict: 'Block',
+      allowed: false,
+      decision_id: expect.stringMatching(/^dec_/),
+    });
+    expect(lines[3].reason).toContain('9000');
+    expect(lines[4].events[0].data.decision_id).toBe(lines[3].decision_id);
+    expect(lines[5].events.map((e: { type: string }) => e.type)).toEqual(['gate_evaluation']);
+    expect(lines[6]).toMatchObject({
+      url: 'https://hooks.example.com/gatehouse',
+      secret: expect.stringMatching(/^whsec_/),
+    });
+    expect(lines[7]).toMatchObject({ ok: true });
+  });
+
+  it('the CLI reads the same database: history, verify, keys', async () => {
+    const history = await run(process.execPath, [
+      cli,
+      'history',
+      '--database',
+      db,
+      '--type',
+      'gate_evaluation',
+    ]);
+    expect(history.stdout).toContain('payments.transfer → Block');
+    const verify = await run(process.execPath, [cli, 'verify', '--database', db]);
+    expect(verify.stdout).toMatch(/tenant default: ok, \d+ events/);
+    const created = await run(process.execPath, [
+      cli,
+      'keys',
+      'create',
+      '--database',
+      db,
+      '--scopes',
+      'gate:evaluate',
+      '--name',
+      'agent',
+    ]);
+    const newKey = created.stdout.split('\n')[0]!;
+    const res = await fetch(`${server.url}/v1/gates/evaluate`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${newKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ session_id: 'demo', action: 'email.send' }),
+    });
+    expect(res.status).toBe(200);
+    const denied = await fetch(`${server.url}/v1/history/events`, {
+      headers: { authorization: `Bearer ${newKey}` },
+    });
+    expect(denied.status).toBe(403);
+    const list = await run(process.execPath, [cli, 'keys', 'list', '--database', db]);
+    expect(list.stdout).toContain('name=agent');
+    expect(list.stdout).not.toContain(newKey);
+    const id = /^(key_\S+)/m.exec(list.stdout.split('\n').find((l) => l.includes('name=agent'))!)![1]!;
+    await run(process.execPath, [cli, 'keys', 'revoke', id, '--database', db]);
+    const revoked = await fetch(`${server.url}/v1/gates/evaluate`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${newKey}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(revoked.status).toBe(401);
+  });
+
+  it('stops cleanly on SIGTERM and prints no key on the next start', async () => {
+    expect(await stop(server.proc)).toBe(0);
+    const again = await serve(['--database', db]);
+    expect(again.key).toBeUndefined();
+    expect(again.out()).toContain('API keys exist already');
+    expect(await stop(again.proc)).toBe(0);
+  });
+});
+
+describe('gatehouse policy and errors', () => {
+  it('policy check reports problems with line numbers and exits 1', async () => {
+    const bad = join(dir, 'bad.yaml');
+    writeFileSync(
+      bad,
+      'version: 1\nactions:\n  "x.*":\n    rules:\n      - name: r\n        when: "params.amount >"\n        verdict: Block\n',
+    );
+    const error = await run(process.execPath, [cli, 'policy', 'check', bad]).catch(
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect((error as { code: number }).code).toBe(1);
+    expect((error as { stderr: string }).stderr).toMatch(/bad\.yaml.*6:/);
+    const good = join(dir, 'good.yaml');
+    writeFileSync(good, (await run(process.execPath, [cli, 'policy', 'default'])).stdout);
+    expect((await run(process.execPath, [cli, 'policy', 'check', good])).stdout).toContain('ok');
+  });
+
+  it('serve refuses to start on a broken policy (fail closed)', async () => {
+    const bad = join(dir, 'bad2.yaml');
+    writeFileSync(bad, 'version: 1\nbogus: true\n');
+    const error = await run(
+      process.execPath,
+      [cli, 'serve', '--port', '0', '--database', join(dir, 'x.db'), '--policy', bad],
+      {
+        timeout: 20_000,
+      },
+    ).catch((e: { code: number; stderr: string }) => e);
+    expect((error as { code: number }).code).toBe(1);
+    expect((error as { stderr: string }).stderr).toContain('bogus');
+  });
+
+  it('reports a bad flag clearly', async () => {
+    const error = await run(process.execPath, [cli, 'serve', '--port', 'abc']).catch(
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect((error as { code: number }).code).toBe(1);
+    expect((error as { stderr: string }).stderr).toContain('--port must be an integer');
+  });
+});
+
+describe('the README in-process example', () => {
+  it('runs as written', async () => {
+    const file = join(root, '.gatehouse', `readme-example-${process.pid}.mjs`);
+    mkdirSync(join(root, '.gatehouse'), { recursive: true });
+    writeFileSync(file, block('in-process'));
+    try {
+      const { stdout } = await run(process.execPath, [file], { cwd: root });
+      expect(stdout).toMatch(/^Block - Transfer of 9000 exceeds/m);
+      expect(stdout).toContain('chain ok: true');
+    } finally {
+      rmSync(file, { force: true });
+    }
+  });
+});

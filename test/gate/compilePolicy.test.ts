@@ -1,0 +1,324 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { GatehouseError } from '../../src/errors.js';
+import { compilePolicy, DEFAULT_POLICY_YAML, defaultPolicy, loadPolicyFile } from '../../src/gate/index.js';
+import { conflict, input, item } from './gateFixtures.js';
+
+/** The error compilePolicy throws for `yaml` (fails the test if it compiles). */
+function compileError(yaml: string, source?: string): GatehouseError {
+  try {
+    compilePolicy(yaml, source === undefined ? {} : { source });
+  } catch (error) {
+    if (error instanceof GatehouseError) return error;
+    throw error;
+  }
+  throw new Error('expected the policy not to compile');
+}
+
+describe('compilePolicy: settings', () => {
+  it('applies the documented defaults', () => {
+    const policy = compilePolicy('version: 1\n');
+    expect(policy.defaultVerdict).toBe('Allow');
+    expect(policy.types).toEqual(['fact', 'assumption', 'preference', 'constraint']);
+    expect(policy.sources).toEqual({
+      system: 4,
+      user_input: 3,
+      tool_output: 2,
+      retrieval: 1,
+      agent_inference: 1,
+    });
+    expect(policy.lowTrustBelow).toBe(3);
+  });
+
+  it('exposes configured types, sources and thresholds', () => {
+    const policy = compilePolicy(`
+version: 1
+default_verdict: Block
+types: [fact, goal]
+sources: { admin: 9, bot: 1 }
+low_trust_below: 5
+`);
+    expect(policy).toMatchObject({ defaultVerdict: 'Block', types: ['fact', 'goal'], lowTrustBelow: 5 });
+    expect(policy.sources).toEqual({ admin: 9, bot: 1 });
+  });
+
+  it('canonicalises required keys like state writes do', () => {
+    const policy = compilePolicy('version: 1\nactions:\n  a.b: { requires: ["  Budget.Limit "] }\n');
+    expect(policy.evaluate(input('a.b')).reasons[0]?.keys).toEqual(['budget.limit']);
+  });
+});
+
+describe('compilePolicy: revision', () => {
+  const BLOCK_STYLE = `
+# a comment
+version: 1
+default_verdict: Warn
+actions:
+  payments.transfer:
+    requires:
+      - key: budget.limit
+        min_trust: user_input
+    rules:
+      - name: over_budget
+        when: "double(params.amount) > 100.0"
+        verdict: Block
+`;
+  const FLOW_STYLE = `{actions: {payments.transfer: {rules: [{verdict: Block, name: over_budget,
+  when: 'double(params.amount) > 100.0'}], requires: [{min_trust: user_input, key: budget.limit}]}},
+  default_verdict: "Warn", version: 1}`;
+
+  it('is a SHA-256 hex digest, stable across formatting, comments, quoting and key order', () => {
+    const revision = compilePolicy(BLOCK_STYLE).revision;
+    expect(revision).toMatch(/^[0-9a-f]{64}$/);
+    expect(compilePolicy(FLOW_STYLE).revision).toBe(revision);
+    expect(compilePolicy(BLOCK_STYLE).revision).toBe(revision);
+  });
+
+  it('changes when the content changes', () => {
+    const revision = compilePolicy(BLOCK_STYLE).revision;
+    expect(compilePolicy(BLOCK_STYLE.replace('100.0', '200.0')).revision).not.toBe(revision);
+    expect(compilePolicy(BLOCK_STYLE.replace('Warn', 'Block')).revision).not.toBe(revision);
+    expect(compilePolicy(BLOCK_STYLE.replace('over_budget', 'too_much')).revision).not.toBe(revision);
+  });
+
+  it('is the same for a default written out and a default left implicit', () => {
+    expect(compilePolicy('version: 1\nopen_conflicts: Warn\n').revision).toBe(
+      compilePolicy('version: 1\n').revision,
+    );
+  });
+});
+
+describe('compilePolicy: errors', () => {
+  it('reports a YAML syntax error with its line and column', () => {
+    const error = compileError('version: 1\nrules: [\n  - name: x\n', 'policy.yaml');
+    expect(error.code).toBe('invalid_request');
+    expect(error.errors.length).toBeGreaterThan(0);
+    expect(error.errors[0]?.message).toMatch(/^policy\.yaml:\d+:\d+: YAML syntax error: /);
+    expect(error.message).toContain('Invalid policy policy.yaml');
+  });
+
+  it('reports a duplicate YAML key', () => {
+    const error = compileError('version: 1\nversion: 1\n');
+    expect(error.errors).toEqual([{ path: '', message: '2:1: YAML syntax error: Map keys must be unique' }]);
+  });
+
+  it('rejects an unknown field with its path, position and the allowed fields', () => {
+    const error = compileError(
+      'version: 1\nactions:\n  "payments.*":\n    require: [budget.limit]\n',
+      'policy.yaml',
+    );
+    expect(error.errors).toEqual([
+      {
+        path: 'actions["payments.*"].require',
+        message: 'policy.yaml:4:5: Unknown field "require"; allowed: description, requires, rules',
+      },
+    ]);
+    expect(error.message).toContain(
+      'policy.yaml:4:5: actions["payments.*"].require: Unknown field "require"; allowed: description, requires, rules',
+    );
+  });
+
+  it('rejects a bad verdict, naming the value given', () => {
+    const error = compileError('version: 1\nrules:\n  - name: x\n    when: "true"\n    verdict: Deny\n');
+    expect(error.errors).toEqual([
+      {
+        path: 'rules[0].verdict',
+        message: '5:14: Invalid option: expected one of "Block"|"Warn", got "Deny"',
+      },
+    ]);
+  });
+
+  it('rejects an Allow rule verdict and a bad default verdict', () => {
+    const error = compileError(
+      'version: 1\ndefault_verdict: Maybe\nrules: [{ name: x, when: "true", verdict: Allow }]\n',
+    );
+    expect(error.errors.map((e) => e.path)).toEqual(['default_verdict', 'rules[0].verdict']);
+  });
+
+  it('reports a CEL syntax error at its column inside the expression', () => {
+    const error = compileError(
+      'version: 1\nrules:\n  - name: x\n    when: "action == "\n    verdict: Block\n',
+    );
+    expect(error.errors).toEqual([
+      { path: 'rules[0].when', message: '4:21: CEL syntax error: Unexpected token: EOF' },
+    ]);
+  });
+
+  it('reports CEL type errors: unknown variables, unknown state fields, wrong operands', () => {
+    const error = compileError(`version: 1
+rules:
+  - { name: a, when: "user.admin", verdict: Block }
+  - { name: b, when: "state['x.y'].valu == 'v'", verdict: Block }
+  - { name: c, when: "action + 1 == 2", verdict: Block }
+`);
+    expect(error.errors.map((e) => [e.path, e.message])).toEqual([
+      ['rules[0].when', '3:23: CEL type error: Unknown variable: user'],
+      ['rules[1].when', '4:36: CEL type error: No such key: valu'],
+      ['rules[2].when', '5:23: CEL type error: no such overload: string + int'],
+    ]);
+  });
+
+  it('rejects a condition that can never be a bool', () => {
+    const error = compileError('version: 1\nrules: [{ name: x, when: "size(conflicts)", verdict: Warn }]\n');
+    expect(error.errors[0]).toEqual({
+      path: 'rules[0].when',
+      message: '2:27: A condition must be a bool expression; this one is int',
+    });
+  });
+
+  it('rejects a bad message placeholder at its position', () => {
+    const error = compileError(
+      'version: 1\nrules: [{ name: x, when: "true", verdict: Warn, message: "Hi {nope}!" }]\n',
+    );
+    expect(error.errors.map((e) => [e.path, e.message])).toEqual([
+      ['rules[0].message', '2:63: In placeholder {nope}: CEL type error: Unknown variable: nope'],
+    ]);
+    const unclosed = compileError(
+      'version: 1\nrules: [{ name: x, when: "true", verdict: Warn, message: "a {b" }]\n',
+    );
+    expect(unclosed.errors[0]?.message).toContain('Unclosed "{" in message');
+  });
+
+  it('rejects duplicate rule names within a list, but allows the same name in different lists', () => {
+    const error = compileError(`version: 1
+rules:
+  - { name: check, when: "true", verdict: Warn }
+  - { name: check, when: "false", verdict: Block }
+actions:
+  a.b:
+    rules: [{ name: check, when: "true", verdict: Warn }]
+`);
+    expect(error.errors).toEqual([
+      { path: 'rules[1].name', message: '4:13: Duplicate rule name "check" in this list' },
+    ]);
+  });
+
+  it('requires a rule name and rejects the names of built-in checks', () => {
+    const error = compileError(`version: 1
+rules:
+  - { when: "true", verdict: Warn }
+  - { name: policy_error, when: "true", verdict: Warn }
+`);
+    expect(error.errors.map((e) => [e.path, e.message.replace(/^\d+:\d+: /, '')])).toEqual([
+      ['rules[0].name', 'Required field "name" is missing'],
+      ['rules[1].name', expect.stringContaining('Reserved for a built-in check')],
+    ]);
+  });
+
+  it('rejects an unknown min_trust source, an unknown type and a malformed key', () => {
+    const error = compileError(`version: 1
+actions:
+  a.b:
+    requires:
+      - { key: budget.limit, min_trust: admin, types: [fact, rumour] }
+      - budget
+`);
+    expect(error.errors.map((e) => e.path)).toEqual([
+      'actions["a.b"].requires[0].min_trust',
+      'actions["a.b"].requires[0].types[1]',
+      'actions["a.b"].requires[1].key',
+    ]);
+    expect(error.errors[0]?.message).toContain('Unknown source "admin"');
+  });
+
+  it('requires version 1 and an object document', () => {
+    expect(compileError('version: 2\n').errors).toEqual([
+      { path: 'version', message: '1:10: The policy format version must be 1, got 2' },
+    ]);
+    expect(compileError('').errors[0]?.message).toMatch(/^1:1: /);
+    expect(compileError('- a\n- b\n').errors[0]?.path).toBe('');
+  });
+
+  it('refuses YAML alias bombs instead of expanding them', () => {
+    let yaml = 'version: 1\na0: &a0 [x, x, x, x, x, x, x, x, x]\n';
+    for (let i = 1; i < 9; i++)
+      yaml += `a${i}: &a${i} [${Array(9)
+        .fill(`*a${i - 1}`)
+        .join(', ')}]\n`;
+    const error = compileError(yaml);
+    expect(error.errors).toEqual([
+      { path: '', message: expect.stringMatching(/^1:1: YAML error: Excessive alias count/) },
+    ]);
+  });
+
+  it('reports every problem of a file at once, in file order, prefixed with the source', () => {
+    const error = compileError(
+      `version: 1
+colour: blue
+rules:
+  - { name: x, when: "nope > 1", verdict: Warn }
+  - { name: y, when: "true", verdict: Stop }
+`,
+      'gate.yaml',
+    );
+    expect(error.errors.map((e) => e.message.split(' ')[0])).toEqual([
+      'gate.yaml:2:1:',
+      'gate.yaml:4:23:',
+      'gate.yaml:5:39:',
+    ]);
+    expect(error.message).toMatch(/^Invalid policy gate\.yaml \(3 problems\):\n/);
+  });
+});
+
+describe('loadPolicyFile', () => {
+  it('compiles a policy file, prefixing error positions with its path', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gatehouse-policy-'));
+    const good = join(dir, 'good.yaml');
+    await writeFile(good, 'version: 1\ndefault_verdict: Block\n');
+    const policy = await loadPolicyFile(good);
+    expect(policy.evaluate(input('x.y')).verdict).toBe('Block');
+
+    const bad = join(dir, 'bad.yaml');
+    await writeFile(bad, 'version: 1\nrules: [{ name: x, when: "true", verdict: Nope }]\n');
+    await expect(loadPolicyFile(bad)).rejects.toMatchObject({
+      code: 'invalid_request',
+      errors: [{ path: 'rules[0].verdict', message: expect.stringMatching(new RegExp(`^${bad}:2:`)) }],
+    });
+  });
+
+  it('fails with a clear message when the file cannot be read', async () => {
+    const missing = join(tmpdir(), 'gatehouse-no-such-policy.yaml');
+    const error = await loadPolicyFile(missing).catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(GatehouseError);
+    expect(error).toMatchObject({
+      code: 'invalid_request',
+      message: `Cannot read policy file ${missing}: no such file (ENOENT)`,
+    });
+  });
+});
+
+describe('defaultPolicy', () => {
+  it('is compiled from DEFAULT_POLICY_YAML once and shared', () => {
+    expect(defaultPolicy()).toBe(defaultPolicy());
+    expect(defaultPolicy().revision).toBe(compilePolicy(DEFAULT_POLICY_YAML).revision);
+  });
+
+  it('allows actions and warns about unresolved conflicts', () => {
+    expect(defaultPolicy().evaluate(input('email.send'))).toMatchObject({ verdict: 'Allow', reasons: [] });
+    const result = defaultPolicy().evaluate(input('email.send', { conflicts: [conflict('user.email')] }));
+    expect(result.verdict).toBe('Warn');
+    expect(result.reasons.map((r) => r.rule)).toEqual(['open_conflicts']);
+  });
+
+  it('holds commented examples that compile and work once uncommented', () => {
+    const lines = DEFAULT_POLICY_YAML.split('\n');
+    const exampleAt = (firstLine: string): string => {
+      const block: string[] = [];
+      for (let i = lines.findIndex((line) => line.startsWith(firstLine)); lines[i]?.startsWith('#   '); i++) {
+        block.push(lines[i]?.slice(3) ?? '');
+      }
+      return block.join('\n');
+    };
+    const example = compilePolicy(
+      `version: 1\nrules:\n${exampleAt('#   - name: no_deploy')}\nactions:\n${exampleAt('#   "payments.*":')}\n`,
+    );
+    expect(example.evaluate(input('deploy.prod')).verdict).toBe('Block');
+    const transfer = example.evaluate(
+      input('payments.transfer', { params: { amount: 20000 }, state: { 'budget.limit': item('1000') } }),
+    );
+    expect(transfer.reasons.map((r) => r.rule)).toEqual(['over_budget']);
+    expect(transfer.shadow.map((r) => r.rule)).toEqual(['large_transfer']);
+  });
+});

@@ -1,0 +1,224 @@
+/**
+ * The PostgreSQL store: the Store contract, plus what only a shared database has to get right —
+ * several instances (pools) writing, appending, migrating and claiming at once.
+ * Runs only when GATEHOUSE_TEST_DATABASE_URL points at a database it may create schemas in.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openPostgresStore, type PostgresStore } from '../../adapters/postgres/index.js';
+import { createGatehouse, type Store } from '../../src/index.js';
+import { runStoreContract } from '../store/contract.js';
+
+const url = process.env['GATEHOUSE_TEST_DATABASE_URL'];
+const UNREACHABLE = 'postgres://postgres@127.0.0.1:1/test';
+
+const schemas = new Set<string>();
+const freshSchema = () => {
+  const schema = `gh_test_${randomBytes(6).toString('hex')}`;
+  schemas.add(schema);
+  return schema;
+};
+const open = (schema = freshSchema()) =>
+  openPostgresStore({ connectionString: url!, schema, pool: { max: 5 } });
+
+afterAll(async () => {
+  if (!url || schemas.size === 0) return;
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+});
+
+if (!url) {
+  describe('PostgreSQL store', () => {
+    it.skip('GATEHOUSE_TEST_DATABASE_URL not set: PostgreSQL tests skipped', () => {});
+  });
+}
+
+describe.skipIf(!url)('PostgreSQL', () => {
+  runStoreContract({
+    name: 'PostgreSQL',
+    open: () => open(),
+    exec: async (store: Store, sql: string) => {
+      await (store as PostgresStore).pool.query(sql);
+    },
+  });
+
+  describe('PostgreSQL store specifics', () => {
+    const item = (value: string) => ({
+      session_id: 's1',
+      key: 'budget.limit',
+      value,
+      type: 'fact',
+      source: 'user_input',
+    });
+
+    /** Two instances of the service on one schema: two pools, two Gatehouses. */
+    async function twoInstances() {
+      const schema = freshSchema();
+      const a = await open(schema);
+      const b = await open(schema);
+      return {
+        stores: [a, b] as const,
+        ghs: [createGatehouse({ store: a }), createGatehouse({ store: b })] as const,
+        close: async () => {
+          await a.close();
+          await b.close();
+        },
+      };
+    }
+
+    it('concurrent writes to one key from two instances get versions 1..N, no gaps, no duplicates', async () => {
+      const { ghs, close } = await twoInstances();
+      try {
+        const n = 40;
+        const results = await Promise.all(
+          Array.from({ length: n }, (_, i) => ghs[i % 2]!.recordState(item(String(i + 1)))),
+        );
+        expect(results.map((r) => r.item.version).sort((x, y) => x - y)).toEqual(
+          Array.from({ length: n }, (_, i) => i + 1),
+        );
+        const versions = await ghs[0].listItemVersions('s1', 'budget.limit');
+        expect(versions.map((v) => v.version)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+        expect(versions.filter((v) => v.status === 'current')).toHaveLength(1);
+        const verified = await ghs[1].verifyHistory();
+        expect(verified).toMatchObject({ ok: true, checked: n });
+      } finally {
+        await close();
+      }
+    });
+
+    it('concurrent evaluations from two instances chain seqs 1..N exactly once', async () => {
+      const { ghs, close } = await twoInstances();
+      try {
+        const n = 40;
+        await Promise.all(
+          Array.from({ length: n }, (_, i) =>
+            ghs[i % 2]!.evaluate({ session_id: `s${i % 3}`, action: 'files.read', params: { i } }),
+          ),
+        );
+        const seqs: number[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await ghs[0].readHistory({ order: 'asc', limit: 500, ...(cursor ? { cursor } : {}) });
+          seqs.push(...page.events.map((e) => e.seq));
+          cursor = page.next_cursor ?? undefined;
+        } while (cursor);
+        expect(seqs).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+        expect(await ghs[1].verifyHistory()).toMatchObject({ ok: true, checked: n });
+      } finally {
+        await close();
+      }
+    });
+
+    it('two instances opening a fresh schema at once both succeed and migrate once', async () => {
+      const schema = freshSchema();
+      const [a, b] = await Promise.all([open(schema), open(schema)]);
+      try {
+        const { rows } = await a.pool.query('SELECT version FROM schema_migrations');
+        expect(rows.map((r) => Number(r.version))).toEqual([1]);
+        await createGatehouse({ store: b }).recordState(item('1'));
+        expect((await createGatehouse({ store: a }).getItem('s1', 'budget.limit')).value).toBe('1');
+      } finally {
+        await a.close();
+        await b.close();
+      }
+      const again = await open(schema);
+      expect((await again.pool.query('SELECT count(*)::int AS n FROM schema_migrations')).rows[0]).toEqual({
+        n: 1,
+      });
+      await again.close();
+    });
+
+    it('dispatchers on two instances never claim the same delivery', async () => {
+      const { stores, ghs, close } = await twoInstances();
+      try {
+        await ghs[0].createWebhook({ url: 'https://hooks.example.com/gh', events: ['*'] });
+        const n = 30;
+        for (let i = 0; i < n; i++) await ghs[i % 2]!.recordState({ ...item('1'), key: `k.n${i}` });
+        const now = new Date(Date.now() + 1000).toISOString();
+        const lease = new Date(Date.now() + 60_000).toISOString();
+        const claimAll = async (store: PostgresStore) => {
+          const ids: string[] = [];
+          for (;;) {
+            const batch = await store.claimDueDeliveries({ now, leaseUntil: lease, limit: 3 });
+            if (batch.length === 0) return ids;
+            ids.push(...batch.map((c) => c.delivery.delivery_id));
+          }
+        };
+        const [fromA, fromB] = await Promise.all([claimAll(stores[0]), claimAll(stores[1])]);
+        const all = [...fromA, ...fromB];
+        expect(all).toHaveLength(n);
+        expect(new Set(all).size).toBe(n);
+      } finally {
+        await close();
+      }
+    });
+
+    it('returns seq, version, trust and attempts as numbers and event data exactly as written', async () => {
+      const store = await open();
+      try {
+        const gh = createGatehouse({ store });
+        await gh.recordState({ ...item('5000'), metadata: { z: 1, a: [1, 'x'], m: { b: null } } });
+        const [event] = await store.queryEvents('default', { order: 'asc', limit: 1 });
+        expect(typeof event!.seq).toBe('number');
+        const raw = await store.pool.query('SELECT data FROM events WHERE seq = 1');
+        expect(raw.rows[0].data).toBe(JSON.stringify(event!.data));
+        const current = await store.getItem('default', 's1', 'budget.limit');
+        expect(current).toMatchObject({ version: 1, trust: 3 });
+        expect(Object.keys(current!.metadata)).toEqual(['z', 'a', 'm']);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('refuses TRUNCATE on events too', async () => {
+      const store = await open();
+      try {
+        await createGatehouse({ store }).recordState(item('1'));
+        await expect(store.pool.query('TRUNCATE events')).rejects.toThrow(/append-only/);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('ping answers while the database is up; rejects when it is unreachable; close is safe twice', async () => {
+      const store = await open();
+      await expect(store.ping()).resolves.toBeUndefined();
+      await store.close();
+      await store.close();
+      await expect(store.ping()).rejects.toMatchObject({ code: 'unavailable' });
+
+      const down = await openPostgresStore({ connectionString: UNREACHABLE, migrate: false });
+      await expect(down.ping()).rejects.toMatchObject({ code: 'unavailable' });
+      await down.close();
+      await expect(openPostgresStore({ connectionString: UNREACHABLE })).rejects.toThrow();
+    });
+
+    it('keeps its schema when the URL carries its own startup options', async () => {
+      const schema = freshSchema();
+      const withOptions = `${url}${url!.includes('?') ? '&' : '?'}options=${encodeURIComponent('-c statement_timeout=4321')}`;
+      const store = await openPostgresStore({ connectionString: withOptions, schema });
+      try {
+        await createGatehouse({ store }).recordState(item('1'));
+        expect((await store.pool.query('SHOW statement_timeout')).rows[0].statement_timeout).toBe('4321ms');
+        const { rows } = await store.pool.query(`SELECT count(*)::int AS n FROM "${schema}".events`);
+        expect(rows[0]).toEqual({ n: 1 });
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('refuses a schema name that is not a plain identifier', async () => {
+      await expect(
+        openPostgresStore({ connectionString: url!, schema: 'x; DROP TABLE y' }),
+      ).rejects.toMatchObject({
+        code: 'invalid_request',
+      });
+    });
+  });
+});

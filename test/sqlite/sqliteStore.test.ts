@@ -1,0 +1,69 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openSqliteStore, type SqliteStore } from '../../adapters/sqlite/index.js';
+import { createGatehouse, type Store } from '../../src/index.js';
+import { runStoreContract } from '../store/contract.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'gatehouse-sqlite-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+let n = 0;
+const exec = async (store: Store, sql: string) => {
+  (store as SqliteStore).database.exec(sql);
+};
+
+runStoreContract({
+  name: 'SQLite file',
+  open: async () => openSqliteStore({ filename: join(dir, `contract-${n++}.db`) }),
+  exec,
+});
+
+runStoreContract({ name: 'SQLite :memory:', open: async () => openSqliteStore(), exec });
+
+describe('SQLite store specifics', () => {
+  it('persists across reopen and migrates once', async () => {
+    const filename = join(dir, 'reopen.db');
+    const a = openSqliteStore({ filename });
+    const gh = createGatehouse({ store: a });
+    await gh.recordState({ session_id: 's', key: 'a.b', value: '1', type: 'fact', source: 'user_input' });
+    await a.close();
+    await a.close();
+    const b = openSqliteStore({ filename });
+    const gh2 = createGatehouse({ store: b });
+    expect((await gh2.getItem('s', 'a.b')).value).toBe('1');
+    expect((await gh2.verifyHistory()).ok).toBe(true);
+    await b.close();
+    const db = new Database(filename, { readonly: true });
+    expect(db.prepare('SELECT count(*) AS n FROM schema_migrations').get()).toEqual({ n: 1 });
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+    db.close();
+  });
+
+  it('detects a tampered row', async () => {
+    const filename = join(dir, 'tamper.db');
+    const store = openSqliteStore({ filename });
+    const gh = createGatehouse({ store });
+    for (let i = 0; i < 3; i++) {
+      await gh.recordState({
+        session_id: 's',
+        key: `a.k${i}`,
+        value: '1',
+        type: 'fact',
+        source: 'user_input',
+      });
+    }
+    await store.close();
+    const db = new Database(filename);
+    db.exec('DROP TRIGGER events_no_update');
+    db.prepare(`UPDATE events SET data = json_set(data, '$.value', '2') WHERE seq = 2`).run();
+    db.close();
+    const reopened = openSqliteStore({ filename });
+    const result = await createGatehouse({ store: reopened }).verifyHistory();
+    expect(result).toMatchObject({ ok: false, checked: 1, first_bad_seq: 2 });
+    expect(result.problem).toContain('altered');
+    await reopened.close();
+  });
+});

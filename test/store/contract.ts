@@ -1,0 +1,476 @@
+/**
+ * The Store contract: every Store (SQLite file, SQLite :memory:, PostgreSQL) must pass it.
+ * It drives the Store directly and through the core, so the rules hold on every backend.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  compilePolicy,
+  createGatehouse,
+  createIdGenerator,
+  type Gatehouse,
+  GatehouseError,
+  hashEvent,
+  type Store,
+  type StoredWebhook,
+} from '../../src/index.js';
+
+/** How a test suite makes a fresh, empty store of one kind. */
+export interface StoreFactory {
+  name: string;
+  open(): Promise<Store>;
+  /** Runs raw SQL against the same database (to prove the append-only triggers). */
+  exec(store: Store, sql: string): Promise<void>;
+}
+
+/** A clock that moves only when told: tests never sleep. */
+export function manualClock(start = '2026-01-01T00:00:00.000Z') {
+  let t = new Date(start).getTime();
+  const clock = () => new Date(t);
+  clock.advance = (ms: number) => {
+    t += ms;
+  };
+  return clock;
+}
+
+const POLICY = `
+version: 1
+actions:
+  "payments.*":
+    requires:
+      - key: budget.limit
+        min_trust: user_input
+    rules:
+      - name: over_budget
+        when: "double(params.amount) > state['budget.limit'].number"
+        verdict: Block
+        message: "Transfer of {params.amount} exceeds the budget of {state['budget.limit'].value}"
+`;
+
+function item(over: Partial<Record<string, unknown>> = {}) {
+  return {
+    session_id: 's1',
+    key: 'budget.limit',
+    value: '5000',
+    type: 'fact',
+    source: 'user_input',
+    ...over,
+  };
+}
+
+async function expectCode(promise: Promise<unknown>, code: string) {
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(GatehouseError);
+  expect((error as GatehouseError).code).toBe(code);
+  return error as GatehouseError;
+}
+
+/** Registers the whole contract for one store kind. */
+export function runStoreContract(factory: StoreFactory): void {
+  describe(`Store contract: ${factory.name}`, () => {
+    let store: Store;
+    let gh: Gatehouse;
+    let clock: ReturnType<typeof manualClock>;
+
+    beforeEach(async () => {
+      store = await factory.open();
+      clock = manualClock();
+      gh = createGatehouse({ store, clock, ids: createIdGenerator(clock), policy: compilePolicy(POLICY) });
+    });
+    afterEach(async () => {
+      await store.close();
+    });
+
+    describe('state items', () => {
+      it('creates version 1, classifies and canonicalises the key', async () => {
+        const r = await gh.recordState(item({ key: '  Budget.LIMIT ' }));
+        expect(r.outcome).toBe('created');
+        expect(r.changed).toBe(true);
+        expect(r.item).toMatchObject({
+          key: 'budget.limit',
+          version: 1,
+          trust: 3,
+          category: 'budget',
+          sensitivity: 'public',
+          status: 'current',
+        });
+        expect(await gh.getItem('s1', 'budget.limit')).toEqual(r.item);
+      });
+
+      it('writing the same value again creates no version', async () => {
+        await gh.recordState(item());
+        const again = await gh.recordState(item({ source: 'tool_output' }));
+        expect(again).toMatchObject({ outcome: 'unchanged', changed: false, event_id: null });
+        expect(await gh.listItemVersions('s1', 'budget.limit')).toHaveLength(1);
+      });
+
+      it('a write of equal or higher trust supersedes; all versions stay readable', async () => {
+        await gh.recordState(item());
+        const r2 = await gh.recordState(item({ value: '6000' }));
+        const r3 = await gh.recordState(item({ value: '7000', source: 'system' }));
+        expect(r2.outcome).toBe('superseded');
+        expect(r3.item.version).toBe(3);
+        const versions = await gh.listItemVersions('s1', 'budget.limit');
+        expect(versions.map((v) => [v.version, v.value, v.status])).toEqual([
+          [1, '5000', 'superseded'],
+          [2, '6000', 'superseded'],
+          [3, '7000', 'current'],
+        ]);
+        expect((await gh.getItemVersion('s1', 'budget.limit', 1)).value).toBe('5000');
+      });
+
+      it('a lower-trust write does not replace the value: it opens a conflict', async () => {
+        await gh.recordState(item());
+        const r = await gh.recordState(item({ value: '999999', source: 'tool_output' }));
+        expect(r.outcome).toBe('conflict');
+        expect(r.changed).toBe(false);
+        expect(r.item).toMatchObject({ value: '5000', version: 1, status: 'conflicted' });
+        expect(r.conflict).toMatchObject({
+          status: 'open',
+          current: { value: '5000', source: 'user_input', trust: 3, version: 1 },
+          proposed: { value: '999999', source: 'tool_output', trust: 2 },
+        });
+        expect((await gh.getItem('s1', 'budget.limit')).value).toBe('5000');
+        const open = await gh.listConflicts({ session_id: 's1', status: 'open' });
+        expect(open.map((c) => c.conflict_id)).toEqual([r.conflict!.conflict_id]);
+        const events = await gh.readHistory({ session_id: 's1', type: 'state_conflict' });
+        expect(events.events).toHaveLength(1);
+      });
+
+      it('repeating the same lower-trust write returns the open conflict without a new event', async () => {
+        await gh.recordState(item());
+        const a = await gh.recordState(item({ value: '1', source: 'tool_output' }));
+        const b = await gh.recordState(item({ value: '1', source: 'tool_output' }));
+        expect(b.conflict?.conflict_id).toBe(a.conflict?.conflict_id);
+        expect(b.event_id).toBeNull();
+      });
+
+      it('a write of at least the current trust settles open conflicts', async () => {
+        await gh.recordState(item());
+        const c = await gh.recordState(item({ value: '1', source: 'tool_output' }));
+        const r = await gh.recordState(item({ value: '5500' }));
+        expect(r.outcome).toBe('superseded');
+        expect(r.item.status).toBe('current');
+        const conflict = await gh.getConflict(c.conflict!.conflict_id);
+        expect(conflict).toMatchObject({ status: 'resolved', resolution: 'superseded' });
+        const resolved = await gh.readHistory({ session_id: 's1', type: 'conflict_resolved' });
+        expect(resolved.events).toHaveLength(1);
+      });
+
+      it('resolve keep_current and accept_proposed', async () => {
+        await gh.recordState(item());
+        const c1 = await gh.recordState(item({ value: '1', source: 'tool_output' }));
+        const kept = await gh.resolveConflict(c1.conflict!.conflict_id, { resolution: 'keep_current' });
+        expect(kept).toMatchObject({ status: 'resolved', resolution: 'keep_current' });
+        expect((await gh.getItem('s1', 'budget.limit')).status).toBe('current');
+        await expectCode(
+          gh.resolveConflict(c1.conflict!.conflict_id, { resolution: 'keep_current' }),
+          'version_conflict',
+        );
+
+        const c2 = await gh.recordState(item({ value: '2', source: 'retrieval' }));
+        await gh.resolveConflict(c2.conflict!.conflict_id, { resolution: 'accept_proposed' });
+        const now = await gh.getItem('s1', 'budget.limit');
+        expect(now).toMatchObject({ value: '2', source: 'retrieval', version: 2, status: 'current' });
+      });
+
+      it('a caller cannot resolve a conflict above its own trust', async () => {
+        await gh.recordState(item());
+        const c = await gh.recordState(item({ value: '1', source: 'tool_output' }));
+        await expectCode(
+          gh.resolveConflict(
+            c.conflict!.conflict_id,
+            { resolution: 'accept_proposed' },
+            { allowedSources: ['tool_output'] },
+          ),
+          'forbidden',
+        );
+      });
+
+      it('expected_version is compare-and-set', async () => {
+        await gh.recordState(item({ expected_version: 0 }));
+        await expectCode(gh.recordState(item({ value: '2', expected_version: 0 })), 'version_conflict');
+        const ok = await gh.recordState(item({ value: '2', expected_version: 1 }));
+        expect(ok.item.version).toBe(2);
+      });
+
+      it('rejects bad input precisely and writes nothing', async () => {
+        const e1 = await expectCode(gh.recordState(item({ key: 'budget' })), 'invalid_request');
+        expect(e1.errors[0]?.path).toBe('key');
+        const e2 = await expectCode(gh.recordState(item({ type: 'rumour' })), 'invalid_request');
+        expect(e2.message).toContain('fact');
+        const e3 = await expectCode(gh.recordState(item({ source: 'oracle' })), 'invalid_request');
+        expect(e3.message).toContain('user_input');
+        await expectCode(gh.recordState({ ...item(), value: 5 } as never), 'invalid_request');
+        await expectCode(gh.recordState({ ...item(), extra: 1 } as never), 'invalid_request');
+        expect(await gh.listItems('s1')).toEqual([]);
+        expect((await gh.readHistory()).events).toEqual([]);
+      });
+
+      it('a caller cannot claim a source beyond its allowance', async () => {
+        const e = await expectCode(
+          gh.recordState(item({ source: 'system' }), { allowedSources: ['tool_output'] }),
+          'forbidden',
+        );
+        expect(e.message).toContain('tool_output');
+      });
+
+      it('masks secrets in history but keeps the value readable in state', async () => {
+        const secret = 'sk_live_51HxAbCdEfGhIjKlMnOpQrStUv';
+        await gh.recordState(item({ key: 'stripe.api_key', value: secret }));
+        expect((await gh.getItem('s1', 'stripe.api_key')).value).toBe(secret);
+        const page = await gh.readHistory({ session_id: 's1' });
+        expect(JSON.stringify(page)).not.toContain(secret);
+        const d = await gh.evaluate({ session_id: 's1', action: 'x.y', params: { token: secret } });
+        const stored = await gh.getDecision(d.decision_id);
+        expect(JSON.stringify(stored)).not.toContain(secret);
+      });
+
+      it('isolates tenants', async () => {
+        await gh.recordState(item(), { tenantId: 'a' });
+        await expectCode(gh.getItem('s1', 'budget.limit', { tenantId: 'b' }), 'not_found');
+        expect(await gh.listItems('s1', { tenantId: 'b' })).toEqual([]);
+        expect((await gh.readHistory({}, { tenantId: 'b' })).events).toEqual([]);
+      });
+
+      it('keeps versions gap-free under concurrent writes', async () => {
+        await Promise.all(
+          Array.from({ length: 20 }, (_, i) => gh.recordState(item({ value: String(i + 1) }))),
+        );
+        const versions = await gh.listItemVersions('s1', 'budget.limit');
+        expect(versions.map((v) => v.version)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+        expect((await gh.verifyHistory()).ok).toBe(true);
+      });
+    });
+
+    describe('gate', () => {
+      it('blocks an over-budget transfer with a reason, a decision ID and the versions read', async () => {
+        await gh.recordState(item());
+        const d = await gh.evaluate({
+          session_id: 's1',
+          action: 'payments.transfer',
+          params: { amount: 9000 },
+        });
+        expect(d.verdict).toBe('Block');
+        expect(d.allowed).toBe(false);
+        expect(d.decision_id).toMatch(/^dec_/);
+        expect(d.reason).toContain('9000');
+        expect(d.reasons.map((r) => r.rule)).toEqual(['over_budget']);
+        expect(d.state_versions).toEqual({ 'budget.limit': 1 });
+        const stored = await gh.getDecision(d.decision_id);
+        expect(stored).toMatchObject({ verdict: 'Block', params: { amount: 9000 } });
+      });
+
+      it('allows within budget and blocks when the required key is missing or conflicted', async () => {
+        const missing = await gh.evaluate({
+          session_id: 's1',
+          action: 'payments.transfer',
+          params: { amount: 1 },
+        });
+        expect(missing.reasons.map((r) => r.rule)).toContain('required_missing');
+        await gh.recordState(item());
+        const ok = await gh.evaluate({
+          session_id: 's1',
+          action: 'payments.transfer',
+          params: { amount: 10 },
+        });
+        expect(ok.verdict).toBe('Allow');
+        await gh.recordState(item({ value: '1000000', source: 'tool_output' }));
+        const conflicted = await gh.evaluate({
+          session_id: 's1',
+          action: 'payments.transfer',
+          params: { amount: 10 },
+        });
+        expect(conflicted.verdict).toBe('Block');
+        expect(conflicted.reasons.map((r) => r.rule)).toContain('required_conflicted');
+      });
+
+      it('records each evaluation and one outcome per decision', async () => {
+        await gh.recordState(item());
+        const d = await gh.evaluate({
+          session_id: 's1',
+          action: 'payments.transfer',
+          params: { amount: 10 },
+        });
+        const outcome = await gh.recordOutcome(d.decision_id, { outcome: 'succeeded', detail: 'sent' });
+        expect(outcome.type).toBe('action_outcome');
+        expect(outcome.data).toMatchObject({ decision_id: d.decision_id, outcome: 'succeeded' });
+        await expectCode(gh.recordOutcome(d.decision_id, { outcome: 'failed' }), 'already_recorded');
+        await expectCode(gh.recordOutcome('dec_nope', { outcome: 'failed' }), 'not_found');
+        const trail = await gh.readHistory({ decision_id: d.decision_id, order: 'asc' });
+        expect(trail.events.map((e) => e.type)).toEqual(['gate_evaluation', 'action_outcome']);
+      });
+    });
+
+    describe('history', () => {
+      it('pages with an opaque cursor in both orders, filtered by session and type', async () => {
+        for (let i = 0; i < 7; i++) {
+          await gh.recordState(item({ key: `k.n${i}`, session_id: i % 2 ? 's2' : 's1' }));
+        }
+        const seen: number[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await gh.readHistory({ session_id: 's1', limit: 2, ...(cursor ? { cursor } : {}) });
+          seen.push(...page.events.map((e) => e.seq));
+          cursor = page.next_cursor ?? undefined;
+        } while (cursor);
+        expect(seen).toEqual([7, 5, 3, 1]);
+        const asc = await gh.readHistory({ type: 'state_change', order: 'asc', limit: 3 });
+        expect(asc.events.map((e) => e.seq)).toEqual([1, 2, 3]);
+        await expectCode(gh.readHistory({ cursor: asc.next_cursor! }), 'invalid_request');
+        await expectCode(gh.readHistory({ cursor: 'garbage' }), 'invalid_request');
+        await expectCode(gh.readHistory({ limit: 501 }), 'invalid_request');
+      });
+
+      it('chains every event and verifies the chain', async () => {
+        await gh.recordState(item());
+        await gh.evaluate({ session_id: 's1', action: 'payments.transfer', params: { amount: 1 } });
+        const page = await gh.readHistory({ order: 'asc' });
+        expect(page.events[0]!.prev_hash).toBe('0'.repeat(64));
+        expect(page.events[1]!.prev_hash).toBe(page.events[0]!.hash);
+        expect(hashEvent({ tenant_id: 'default', ...page.events[1]! })).toBe(page.events[1]!.hash);
+        expect(await gh.verifyHistory()).toMatchObject({ ok: true, checked: 2, head: page.events[1]!.hash });
+      });
+
+      it('the database refuses UPDATE and DELETE on events', async () => {
+        await gh.recordState(item());
+        await expect(factory.exec(store, `UPDATE events SET data = '{}'`)).rejects.toThrow(/append-only/);
+        await expect(factory.exec(store, 'DELETE FROM events')).rejects.toThrow(/append-only/);
+        expect((await gh.verifyHistory()).ok).toBe(true);
+      });
+
+      it('a failed transaction leaves nothing behind', async () => {
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.insertItemVersion('default', {
+              session_id: 's1',
+              key: 'a.b',
+              value: 'v',
+              type: 'fact',
+              source: 'user_input',
+              trust: 3,
+              sensitivity: 'public',
+              category: 'a',
+              version: 1,
+              status: 'current',
+              metadata: {},
+              updated_at: clock().toISOString(),
+            });
+            throw new Error('boom');
+          }),
+        ).rejects.toThrow('boom');
+        expect(await store.getItem('default', 's1', 'a.b')).toBeNull();
+      });
+    });
+
+    describe('webhooks and the outbox', () => {
+      it('writes a delivery in the same transaction as each matching event', async () => {
+        const w = await gh.createWebhook({
+          url: 'https://hooks.example.com/gh',
+          events: ['gate_evaluation'],
+          filter: { verdicts: ['Block'] },
+        });
+        expect(w.secret).toMatch(/^whsec_/);
+        expect(JSON.stringify(await gh.getWebhook(w.id))).not.toContain(w.secret);
+        await gh.recordState(item());
+        await gh.evaluate({ session_id: 's1', action: 'payments.transfer', params: { amount: 1 } });
+        await gh.evaluate({ session_id: 's1', action: 'payments.transfer', params: { amount: 99999 } });
+        const deliveries = await gh.listDeliveries(w.id);
+        expect(deliveries).toHaveLength(1);
+        expect(deliveries[0]).toMatchObject({
+          status: 'pending',
+          attempts: 0,
+          event_type: 'gate_evaluation',
+        });
+      });
+
+      it('claims due deliveries with a lease, records attempts, skips disabled webhooks', async () => {
+        const w = await gh.createWebhook({ url: 'https://hooks.example.com/a', events: ['*'] });
+        await gh.recordState(item());
+        const now = clock().toISOString();
+        const lease = new Date(clock().getTime() + 30_000).toISOString();
+        const claimed = await store.claimDueDeliveries({ now, leaseUntil: lease, limit: 10 });
+        expect(claimed).toHaveLength(1);
+        expect(claimed[0]!.webhook.secrets[0]!.secret).toBe(w.secret);
+        expect(claimed[0]!.event.type).toBe('state_change');
+        expect(await store.claimDueDeliveries({ now, leaseUntil: lease, limit: 10 })).toHaveLength(0);
+        const { delivery, tenant_id } = claimed[0]!;
+        const later = new Date(clock().getTime() + 5000).toISOString();
+        await store.recordDeliveryAttempt(tenant_id, delivery.delivery_id, {
+          status: 'pending',
+          attempts: 1,
+          next_attempt_at: later,
+          last_status_code: 500,
+          last_error: 'HTTP 500',
+          delivered_at: null,
+          updated_at: now,
+        });
+        expect(await store.nextDueAt()).toBe(later);
+        expect(await store.claimDueDeliveries({ now: later, leaseUntil: lease, limit: 10 })).toHaveLength(1);
+        const leaseExpired = new Date(clock().getTime() + 31_000).toISOString();
+        await store.disableWebhook(tenant_id, w.id, now);
+        expect(
+          await store.claimDueDeliveries({ now: leaseExpired, leaseUntil: leaseExpired, limit: 10 }),
+        ).toHaveLength(0);
+        const enabled = await gh.enableWebhook(w.id);
+        expect(enabled.status).toBe('active');
+        expect(
+          await store.claimDueDeliveries({ now: leaseExpired, leaseUntil: leaseExpired, limit: 10 }),
+        ).toHaveLength(1);
+      });
+
+      it('rotates secrets with an overlap, redelivers, deletes', async () => {
+        const w = await gh.createWebhook({ url: 'https://hooks.example.com/a', events: ['state_change'] });
+        const rotated = await gh.rotateWebhookSecret(w.id, { overlap_seconds: 3600 });
+        expect(rotated.secret).not.toBe(w.secret);
+        const stored = (await store.getWebhook('default', w.id)) as StoredWebhook;
+        expect(stored.secrets.map((s) => s.secret)).toEqual([w.secret, rotated.secret]);
+        expect(stored.secrets[0]!.expires_at).not.toBeNull();
+        await gh.recordState(item());
+        const [d] = await gh.listDeliveries(w.id);
+        const again = await gh.redeliver(w.id, d!.delivery_id);
+        expect(again.status).toBe('pending');
+        await expectCode(gh.redeliver(w.id, 'dlv_nope'), 'not_found');
+        await gh.deleteWebhook(w.id);
+        await expectCode(gh.getWebhook(w.id), 'not_found');
+        await expectCode(gh.getWebhook(w.id, { tenantId: 'other' }), 'not_found');
+      });
+
+      it('refuses non-https URLs and unknown event types', async () => {
+        await expectCode(
+          gh.createWebhook({ url: 'http://hooks.example.com', events: ['*'] }),
+          'invalid_request',
+        );
+        await expectCode(
+          gh.createWebhook({ url: 'https://x.example', events: ['nope'] } as never),
+          'invalid_request',
+        );
+      });
+    });
+
+    describe('api keys', () => {
+      it('stores keys by hash, lists by tenant, revokes', async () => {
+        const key = {
+          id: 'key_1',
+          tenant_id: 't1',
+          name: 'ci',
+          prefix: 'gh_abcdef',
+          hash: 'a'.repeat(64),
+          scopes: ['gate:evaluate' as const],
+          sources: ['tool_output'],
+          created_at: clock().toISOString(),
+          revoked_at: null,
+        };
+        await store.insertApiKey(key);
+        expect(await store.findApiKeyByHash(key.hash)).toEqual(key);
+        expect(await store.listApiKeys('t2')).toEqual([]);
+        expect(await store.countApiKeys()).toBe(1);
+        expect(await store.revokeApiKey('key_1', clock().toISOString())).toBe(true);
+        expect(await store.revokeApiKey('key_1', clock().toISOString())).toBe(false);
+        expect((await store.findApiKeyByHash(key.hash))?.revoked_at).not.toBeNull();
+      });
+    });
+  });
+}
