@@ -232,13 +232,6 @@ class SqliteStoreImpl implements SqliteStore {
     return r ? rowToItem(r) : null;
   }
 
-  #currentVersion(tenantId: string, sessionId: string, key: string): number | undefined {
-    const r = this.#q(
-      'SELECT version FROM state_items WHERE tenant_id = ? AND session_id = ? AND key = ?',
-    ).get(tenantId, sessionId, key) as Row | undefined;
-    return r ? num(r['version']) : undefined;
-  }
-
   #getItemVersion(tenantId: string, sessionId: string, key: string, version: number): StateItem | null {
     const r = this.#q(
       'SELECT * FROM state_versions WHERE tenant_id = ? AND session_id = ? AND key = ? AND version = ?',

@@ -148,7 +148,11 @@ export interface DeduperOptions {
    * between instances of the receiver. @default an in-memory `new Keyv({ namespace })`
    */
   store?: Keyv;
-  /** How long an ID is remembered, in ms; longer than the sender retries (about 28 h). @default 86400000 (24 h) */
+  /**
+   * How long an ID is remembered, in ms. A duplicate comes from a retry after a lost response,
+   * at most one schedule step (10 h + 20 % jitter) after the attempt that was processed; a manual
+   * redelivery within the TTL is also treated as a duplicate. @default 86400000 (24 h)
+   */
   ttlMs?: number;
   /** Namespace of the default store. @default 'gatehouse-webhooks' */
   namespace?: string;

@@ -295,7 +295,10 @@ export interface GuardedConnectorOptions {
   policy: WebhookUrlPolicy;
   /** @default `dns.promises.lookup(host, { all: true })` */
   resolve?: Resolver;
-  /** Socket connect timeout in ms. @default 10000 */
+  /**
+   * Socket connect timeout in ms, per address tried. Name resolution comes first and is bounded
+   * by the resolver's own timeouts. @default 10000
+   */
   connectTimeoutMs?: number;
   /**
    * Opens the socket to an address that has passed the guard. Tests inject one so that nothing
@@ -307,8 +310,9 @@ export interface GuardedConnectorOptions {
 /**
  * An undici connector that refuses blocked destinations. For an IP literal it checks the address;
  * for a name it resolves all addresses once, refuses if any is blocked, and connects to the first
- * vetted address, with TLS `servername` set to the original name (so SNI and the certificate
- * check are unchanged and no second lookup can be rebound). Plain `http:` is refused except to
+ * vetted address (falling back once to the first address of the other IP family), with TLS
+ * `servername` set to the original name (so SNI and the certificate check are unchanged and no
+ * second lookup can be rebound). Plain `http:` is refused except to
  * loopback under `allowInsecureLoopback`. Refusals reach the request as {@link SsrfBlockedError}
  * (`code: 'GATEHOUSE_SSRF_BLOCKED'`); resolver errors are passed through unchanged.
  * @example
@@ -332,19 +336,36 @@ export function createGuardedConnector(options: GuardedConnectorOptions): buildC
           callback(new SsrfBlockedError(`Refused to connect to ${host}: ${detail}.`, host, address), null);
           return;
         }
-        const address = vetted.addresses[0] ?? '';
         const servername =
           connectOptions.protocol === 'https:' && isIP(host) === 0
             ? (connectOptions.servername ?? host)
             : connectOptions.servername;
-        const pinned: buildConnector.Options = { ...connectOptions, hostname: address };
-        if (servername) pinned.servername = servername;
-        else delete pinned.servername;
-        open(pinned, callback);
+        const candidates = dialOrder(vetted.addresses);
+        const dial = (index: number): void => {
+          const pinned: buildConnector.Options = { ...connectOptions, hostname: candidates[index] ?? '' };
+          if (servername) pinned.servername = servername;
+          else delete pinned.servername;
+          open(pinned, (...result) => {
+            if (result[0] !== null && index + 1 < candidates.length) dial(index + 1);
+            else callback(...result);
+          });
+        };
+        dial(0);
       },
       (error: unknown) => callback(error instanceof Error ? error : new Error(String(error)), null),
     );
   };
+}
+
+/**
+ * The first address, then the first of the other family: a host without IPv6 connectivity still
+ * reaches a dual-stack receiver, and a connection never tries more than two addresses.
+ */
+function dialOrder(addresses: readonly string[]): string[] {
+  const [first, ...rest] = addresses;
+  if (first === undefined) return [];
+  const other = rest.find((a) => isIPv4(a) !== isIPv4(first));
+  return other === undefined ? [first] : [first, other];
 }
 
 const refuseLookup: LookupFunction = (hostname, _options, callback) => {

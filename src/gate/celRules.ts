@@ -19,6 +19,9 @@
  *   missing key              2.4 /  37.6                   87k / 113k                 0.8
  *   geometric mean: compile 7.6x faster, evaluate 4.6x faster (cel-js compile includes type check)
  *
+ * Figures from an idle machine; runs under load move individual rows a lot (geometric mean
+ * 6.5-8.8x compile, 4.1-5.0x evaluate in three runs) but never the ranking.
+ *
  * Also decisive: cel-js type-checks against declared variables and types (an unknown variable,
  * a misspelt state field or `action + 1` fails at load, with a source range), while
  * @bufbuild/cel 0.6 exports no checker and needs protobuf Timestamp messages for `now`.

@@ -1,8 +1,5 @@
 import type { Verdict } from './gateTypes.js';
 
-/** Every verdict, from the most permissive to the strictest. */
-export const VERDICTS: readonly Verdict[] = ['Allow', 'Warn', 'Block'];
-
 /** The strictness of a verdict: Allow 0 < Warn 1 < Block 2. */
 export function verdictRank(verdict: Verdict): number {
   switch (verdict) {

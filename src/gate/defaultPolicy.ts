@@ -3,11 +3,12 @@ import { compilePolicy } from './compilePolicy.js';
 import type { CompiledPolicy } from './gateTypes.js';
 
 /**
- * The built-in policy's YAML: every setting at its default, no action entries, so every action
- * is allowed unless the session has unresolved conflicts (Warn). Copy it as a starting point;
- * the commented examples show the common shapes.
+ * The built-in policy's YAML: every setting at its default and one guard, on `payments.*`: a
+ * payment needs `budget.limit` from the user (or the system) and must stay within it. Every
+ * other action is allowed unless the session has unresolved conflicts (Warn). Copy it as a
+ * starting point; the commented example shows a global rule.
  */
-export const DEFAULT_POLICY_YAML = `# Gatehouse policy (format version 1). Reference: the README, "Policy file".
+export const DEFAULT_POLICY_YAML: string = `# Gatehouse policy (format version 1). Reference: the README, "Policy file".
 version: 1
 
 # Verdict for an action that no entry under \`actions\` matches: Allow | Warn | Block.
@@ -37,22 +38,23 @@ open_conflicts: Warn
 rules: []
 
 # Per-action entries, by exact name or glob ("payments.*": one segment, "payments.**": any).
-# Example:
-#   "payments.*":
-#     requires:
-#       - key: budget.limit
-#         min_trust: user_input
-#         types: [fact, constraint]
-#     rules:
-#       - name: over_budget
-#         when: "double(params.amount) > state['budget.limit'].number"
-#         verdict: Block
-#         message: "Transfer of {params.amount} exceeds the budget of {state['budget.limit'].value}."
-#       - name: large_transfer
-#         when: "double(params.amount) > 10000.0"
-#         verdict: Warn
-#         mode: shadow        # reported in \`shadow\`, never enforced
-actions: {}
+# The built-in policy guards spending: a payment needs a budget the user set (or a system
+# value) and must stay within it. Every other action is allowed (default_verdict).
+actions:
+  "payments.*":
+    requires:
+      - key: budget.limit
+        min_trust: user_input
+        types: [fact, constraint]
+    rules:
+      - name: over_budget
+        when: "has(params.amount) && 'budget.limit' in state && double(params.amount) > state['budget.limit'].number"
+        verdict: Block
+        message: "Transfer of {params.amount} exceeds the budget of {state['budget.limit'].value}."
+      - name: large_transfer
+        when: "has(params.amount) && double(params.amount) > 10000.0"
+        verdict: Warn
+        mode: shadow        # reported in \`shadow\`, never enforced
 `;
 
 let cached: CompiledPolicy | undefined;

@@ -65,7 +65,8 @@
  *   trust: int, version: int, updated_at: timestamp}`,
  * - `conflicts`: list of `{conflict_id, key, current_value, proposed_value, proposed_source:
  *   string, created_at: timestamp}`,
- * - `now`: timestamp (`now.getDayOfWeek()`, `now.getHours('Europe/Paris')`, `now - x > duration('1h')`).
+ * - `now`: timestamp (`now.getDayOfWeek()` is 0 for Sunday, in UTC unless given a time zone:
+ *   `now.getHours('Europe/Paris')`; `now - state['k.k'].updated_at > duration('24h')`).
  *
  * Reading an absent map key (`params.missing`, `state['no.such']`) is an error, never false:
  * guard with `has(params.x)` or `'k.k' in state`. Expressions are type-checked at load (unknown
@@ -76,6 +77,18 @@
  *
  * Messages: `{expr}` is replaced by the value of the CEL expression `expr` (same variables);
  * a placeholder that fails renders as `?`. Write `{{` and `}}` for literal braces.
+ *
+ * ## Result
+ * `reasons` lists, in this order: `default_verdict`, the built-in `requires` checks, global
+ * rules, the rules of matching entries (file order), `open_conflicts`. A rule's reason carries
+ * the state keys its expressions name as string literals that exist in the state. The verdict
+ * is the strictest reason's; `reason` is the first Block message, else the first Warn message,
+ * else a sentence saying the action is allowed. Shadow rules only ever add to `shadow`.
+ *
+ * ## Revision
+ * A compiled policy's `revision` is the SHA-256 of the RFC 8785 canonical JSON of the validated
+ * document (defaults filled in, required keys canonicalised): comments, quoting, flow or block
+ * style, key order and writing a default out explicitly do not change it; any change of meaning does.
  *
  * @module
  */

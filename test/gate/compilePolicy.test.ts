@@ -311,14 +311,21 @@ describe('defaultPolicy', () => {
       }
       return block.join('\n');
     };
-    const example = compilePolicy(
-      `version: 1\nrules:\n${exampleAt('#   - name: no_deploy')}\nactions:\n${exampleAt('#   "payments.*":')}\n`,
-    );
+    const example = compilePolicy(`version: 1\nrules:\n${exampleAt('#   - name: no_deploy')}\n`);
     expect(example.evaluate(input('deploy.prod')).verdict).toBe('Block');
-    const transfer = example.evaluate(
+  });
+
+  it('guards payments: a trusted budget is required and may not be exceeded', () => {
+    const transfer = defaultPolicy().evaluate(
       input('payments.transfer', { params: { amount: 20000 }, state: { 'budget.limit': item('1000') } }),
     );
     expect(transfer.reasons.map((r) => r.rule)).toEqual(['over_budget']);
     expect(transfer.shadow.map((r) => r.rule)).toEqual(['large_transfer']);
+    const missing = defaultPolicy().evaluate(input('payments.transfer', { params: { amount: 1 } }));
+    expect(missing.reasons.map((r) => r.rule)).toEqual(['required_missing']);
+    const ok = defaultPolicy().evaluate(
+      input('payments.transfer', { params: { amount: 10 }, state: { 'budget.limit': item('1000') } }),
+    );
+    expect(ok.verdict).toBe('Allow');
   });
 });

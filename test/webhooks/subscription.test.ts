@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { EVENT_TYPES } from '../../src/schemas.js';
 import type { MatchableEvent, SubscriptionMatch } from '../../src/webhooks/index.js';
 import { matchesSubscription, WEBHOOK_EVENT_TYPES } from '../../src/webhooks/index.js';
 
@@ -15,6 +16,10 @@ describe('WEBHOOK_EVENT_TYPES', () => {
       'gate_evaluation',
       'action_outcome',
     ]);
+  });
+
+  it('stays in step with the history event types (subscriptions name history events)', () => {
+    expect([...WEBHOOK_EVENT_TYPES]).toEqual([...EVENT_TYPES]);
   });
 });
 

@@ -335,7 +335,7 @@ describe('createGuardedConnector', () => {
     expect((await connectOnce(dev, toPublic)).error?.code).toBe(SSRF_BLOCKED_CODE);
     const toLoopback = { hostname: 'localhost', host: 'localhost:8080', protocol: 'http:', port: '8080' };
     expect((await connectOnce(dev, toLoopback)).error?.code).toBe('SPY_NOT_DIALLED');
-    expect(open.dialled.map((d) => d.options.hostname)).toEqual(['127.0.0.1']);
+    expect(open.dialled.map((d) => d.options.hostname)).toEqual(['127.0.0.1', '::1']);
   });
 
   it('vets every new connection, so a DNS answer that turns private (rebinding) is refused', async () => {
@@ -347,6 +347,18 @@ describe('createGuardedConnector', () => {
     expect((await connectOnce(connector, options)).error?.code).toBe('SPY_NOT_DIALLED');
     expect((await connectOnce(connector, options)).error?.code).toBe(SSRF_BLOCKED_CODE);
     expect(open.dialled.map((d) => d.options.hostname)).toEqual(['93.184.216.34']);
+  });
+
+  it('falls back once to the other IP family, never to more addresses', async () => {
+    const open = spyOpener();
+    const resolve = resolverFor({
+      'dual.example': ['2606:2800:220:1::1', '2606:2800:220:1::2', '93.184.216.34', '93.184.216.35'],
+    });
+    const connector = createGuardedConnector({ policy: STRICT, resolve, connect: open });
+    const options = { hostname: 'dual.example', host: 'dual.example', protocol: 'https:', port: '' };
+    expect((await connectOnce(connector, options)).error?.code).toBe('SPY_NOT_DIALLED');
+    expect(open.dialled.map((d) => d.options.hostname)).toEqual(['2606:2800:220:1::1', '93.184.216.34']);
+    expect(open.dialled.every((d) => d.options.servername === 'dual.example')).toBe(true);
   });
 
   it('passes resolver errors through unchanged', async () => {
@@ -469,6 +481,18 @@ describe('createWebhookAgent', () => {
       { method: 'POST', url: '/hook2', host: `127.0.0.1:${port}`, body: 'x' },
     ]);
     expect(resolve).toHaveBeenCalledTimes(1);
+  });
+
+  it('reaches an IPv4-only loopback server when the name resolves to ::1 first', async () => {
+    const agent = agentWith({ policy: DEV, resolve: resolverFor({ localhost: ['::1', '127.0.0.1'] }) });
+    const res = await request(`http://localhost:${port}/v4`, {
+      method: 'POST',
+      body: '{}',
+      dispatcher: agent,
+    });
+    await res.body.dump();
+    expect(res.statusCode).toBe(204);
+    expect(received.map((r) => r.url)).toEqual(['/v4']);
   });
 
   it('keeps connections alive between deliveries', async () => {
