@@ -56,7 +56,6 @@ storeOptions(program.command('serve'))
     const config = readServeConfig(flags);
     const log = pino({ level: config.logLevel }, pino.destination(2));
     const service = await startService(config, log);
-    process.stdout.write(`${banner(service, config)}\n`);
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) return;
@@ -73,6 +72,8 @@ storeOptions(program.command('serve'))
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));
     process.on('SIGHUP', () => void service.reloadPolicy());
+    // Printed last: whoever reads the banner may signal at once, and the handlers are in place.
+    process.stdout.write(`${banner(service, config)}\n`);
   });
 
 storeOptions(program.command('mcp'))

@@ -4,10 +4,13 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyWebhook } from '../../adapters/webhooks/index.js';
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '../..');
@@ -66,11 +69,31 @@ describe('gatehouse serve', () => {
   let server: Awaited<ReturnType<typeof serve>>;
   const db = join(dir, 'serve.db');
 
+  // Tests never resolve names or leave loopback: the walk-through's webhook URL is swapped for a
+  // loopback receiver, which the development setting allows over http.
+  const received: Array<{ headers: Record<string, string>; body: string }> = [];
+  let receiverUrl = '';
+  let receiver: Server;
+
   beforeAll(async () => {
-    server = await serve(['--database', db]);
+    receiver = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => {
+        body += c;
+      });
+      req.on('end', () => {
+        received.push({ headers: req.headers as Record<string, string>, body });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/gatehouse`;
+    server = await serve(['--database', db, '--allow-insecure-loopback-webhooks']);
   });
   afterAll(async () => {
     if (server.proc.exitCode === null) await stop(server.proc);
+    receiver.closeAllConnections();
+    receiver.close();
   });
 
   it('prints an admin key once, with how to use it', () => {
@@ -79,30 +102,35 @@ describe('gatehouse serve', () => {
   });
 
   it('runs the README walk-through as written', async () => {
-    const script = block('walkthrough');
+    const script = block('walkthrough').replace('https://hooks.example.com/gatehouse', receiverUrl);
+    expect(script).toContain(receiverUrl);
     const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script], {
       env: { ...process.env, GATEHOUSE_URL: server.url, GATEHOUSE_KEY: server.key! },
     });
-    const lines = stdout
+    const [hook, created, conflict, resolved, decision, bySession, byDecision, verified] = stdout
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l));
-    expect(lines[0]).toMatchObject({ outcome: 'created', item: { key: 'budget.limit', value: '5000' } });
-    expect(lines[1]).toMatchObject({ outcome: 'conflict', item: { value: '5000', status: 'conflicted' } });
-    expect(lines[2]).toMatchObject({ status: 'resolved', resolution: 'keep_current' });
-    expect(lines[3]).toMatchObject({
+    expect(hook).toMatchObject({ url: receiverUrl, secret: expect.stringMatching(/^whsec_/) });
+    expect(created).toMatchObject({ outcome: 'created', item: { key: 'budget.limit', value: '5000' } });
+    expect(conflict).toMatchObject({ outcome: 'conflict', item: { value: '5000', status: 'conflicted' } });
+    expect(resolved).toMatchObject({ status: 'resolved', resolution: 'keep_current' });
+    expect(decision).toMatchObject({
       verdict: 'Block',
       allowed: false,
       decision_id: expect.stringMatching(/^dec_/),
     });
-    expect(lines[3].reason).toContain('9000');
-    expect(lines[4].events[0].data.decision_id).toBe(lines[3].decision_id);
-    expect(lines[5].events.map((e: { type: string }) => e.type)).toEqual(['gate_evaluation']);
-    expect(lines[6]).toMatchObject({
-      url: 'https://hooks.example.com/gatehouse',
-      secret: expect.stringMatching(/^whsec_/),
+    expect(decision.reason).toContain('9000');
+    expect(bySession.events[0].data.decision_id).toBe(decision.decision_id);
+    expect(byDecision.events.map((e: { type: string }) => e.type)).toEqual(['gate_evaluation']);
+    expect(verified).toMatchObject({ ok: true });
+    for (let i = 0; i < 300 && received.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(received).toHaveLength(1);
+    const event = verifyWebhook(hook.secret, received[0]!.headers, received[0]!.body);
+    expect(event).toMatchObject({
+      type: 'gate_evaluation',
+      data: { decision_id: decision.decision_id, verdict: 'Block' },
     });
-    expect(lines[7]).toMatchObject({ ok: true });
   });
 
   it('the CLI reads the same database: history, verify, keys', async () => {
@@ -154,7 +182,7 @@ describe('gatehouse serve', () => {
 
   it('stops cleanly on SIGTERM and prints no key on the next start', async () => {
     expect(await stop(server.proc)).toBe(0);
-    const again = await serve(['--database', db]);
+    const again = await serve(['--database', db, '--allow-insecure-loopback-webhooks']);
     expect(again.key).toBeUndefined();
     expect(again.out()).toContain('API keys exist already');
     expect(await stop(again.proc)).toBe(0);
