@@ -1,0 +1,339 @@
+/**
+ * A typed client for the `/v1` HTTP API, on undici. Each method mirrors the core method of the
+ * same name, so code written against an in-process `Gatehouse` moves to a remote one unchanged;
+ * failures are the same `GatehouseError` codes the core throws.
+ */
+import { type Dispatcher, request } from 'undici';
+import { z } from 'zod';
+import {
+  type Conflict,
+  ConflictSchema,
+  type CreateWebhookInput,
+  type Decision,
+  type DecisionRecord,
+  DecisionSchema,
+  type Delivery,
+  DeliverySchema,
+  type EvaluateInput,
+  GatehouseError,
+  type HistoryEvent,
+  HistoryEventSchema,
+  type HistoryPage,
+  HistoryPageSchema,
+  type HistoryQuery,
+  type OutcomeInput,
+  type RecordStateInput,
+  type RecordStateResult,
+  RecordStateResultSchema,
+  type ResolveConflictInput,
+  type StateItem,
+  StateItemSchema,
+  type VerifyResult,
+  VerifyResultSchema,
+  type Webhook,
+  WebhookSchema,
+  type WebhookWithSecret,
+  WebhookWithSecretSchema,
+} from '../../src/index.js';
+import { errorFromResponse, unavailableError } from './responseErrors.js';
+
+/** Options for {@link createGatehouseClient}. */
+export interface GatehouseClientOptions {
+  /** Where the server listens, e.g. `https://gatehouse.internal` (a path prefix is kept). */
+  baseUrl: string;
+  /** An API key (`gh_…`), sent as `Authorization: Bearer`. */
+  apiKey: string;
+  /**
+   * The undici dispatcher (an `Agent`, a `Pool`, a `MockAgent` in tests).
+   * @default undici's global dispatcher
+   */
+  dispatcher?: Dispatcher;
+  /**
+   * Deadline for a whole request, connection to last byte; past it the call fails `unavailable`.
+   * @default 10000
+   */
+  timeoutMs?: number;
+}
+
+/** Per-call options of the POST methods. */
+export interface WriteOptions {
+  /**
+   * Sent as `Idempotency-Key`: the server replays the first response to a repeated key, so a
+   * write retried after a timeout is applied once.
+   */
+  idempotencyKey?: string;
+}
+
+/** Query of {@link GatehouseClient.listConflicts}. */
+export interface ConflictQuery {
+  session_id?: string;
+  key?: string;
+  status?: 'open' | 'resolved';
+}
+
+/** Query of {@link GatehouseClient.listDeliveries}. */
+export interface DeliveryQuery {
+  status?: Delivery['status'];
+  /** @default 50 (server side) */
+  limit?: number;
+  before_id?: string;
+}
+
+/**
+ * The `/v1` API as methods. Every method rejects with a {@link GatehouseError}: the server's own
+ * code for a problem+json answer, `unavailable` when no answer came in time.
+ */
+export interface GatehouseClient {
+  /** `POST /v1/state/items`. @throws {GatehouseError} `invalid_request`, `forbidden`, `version_conflict` */
+  recordState(input: RecordStateInput, options?: WriteOptions): Promise<RecordStateResult>;
+  /** `GET /v1/state/items/{key}`. @throws {GatehouseError} `not_found` */
+  getItem(sessionId: string, key: string): Promise<StateItem>;
+  /** `GET /v1/state/items/{key}/versions/{version}`. @throws {GatehouseError} `not_found` */
+  getItemVersion(sessionId: string, key: string, version: number): Promise<StateItem>;
+  /** `GET /v1/state/items/{key}/versions`, oldest first. @throws {GatehouseError} `not_found` */
+  listItemVersions(sessionId: string, key: string): Promise<StateItem[]>;
+  /** `GET /v1/state/items`: the current items of a session. */
+  listItems(sessionId: string): Promise<StateItem[]>;
+  /** `GET /v1/state/conflicts`, newest first. */
+  listConflicts(query?: ConflictQuery): Promise<Conflict[]>;
+  /** `GET /v1/state/conflicts/{id}`. @throws {GatehouseError} `not_found` */
+  getConflict(conflictId: string): Promise<Conflict>;
+  /** `POST /v1/state/conflicts/{id}/resolve`. @throws {GatehouseError} `not_found`, `forbidden`, `version_conflict` */
+  resolveConflict(conflictId: string, input: ResolveConflictInput, options?: WriteOptions): Promise<Conflict>;
+  /** `POST /v1/gates/evaluate`. A Block is an answer (`allowed: false`), not an error. */
+  evaluate(input: EvaluateInput, options?: WriteOptions): Promise<Decision>;
+  /** `GET /v1/decisions/{id}`. @throws {GatehouseError} `not_found` */
+  getDecision(decisionId: string): Promise<DecisionRecord>;
+  /** `POST /v1/decisions/{id}/outcome`. @throws {GatehouseError} `not_found`, `already_recorded` */
+  recordOutcome(decisionId: string, input: OutcomeInput, options?: WriteOptions): Promise<HistoryEvent>;
+  /** `GET /v1/history/events`: one page, newest first by default. */
+  readHistory(query?: HistoryQuery): Promise<HistoryPage>;
+  /** `GET /v1/history/verify`: recomputes the tenant's hash chain. */
+  verifyHistory(): Promise<VerifyResult>;
+  /** `POST /v1/webhooks`; the secret is in this answer and never again. */
+  createWebhook(input: CreateWebhookInput, options?: WriteOptions): Promise<WebhookWithSecret>;
+  /** `GET /v1/webhooks`. */
+  listWebhooks(): Promise<Webhook[]>;
+  /** `GET /v1/webhooks/{id}`. @throws {GatehouseError} `not_found` */
+  getWebhook(webhookId: string): Promise<Webhook>;
+  /** `DELETE /v1/webhooks/{id}`. @throws {GatehouseError} `not_found` */
+  deleteWebhook(webhookId: string): Promise<void>;
+  /** `POST /v1/webhooks/{id}/rotate-secret`. @throws {GatehouseError} `not_found` */
+  rotateWebhookSecret(
+    webhookId: string,
+    input?: { overlap_seconds?: number },
+    options?: WriteOptions,
+  ): Promise<WebhookWithSecret>;
+  /** `POST /v1/webhooks/{id}/enable`. @throws {GatehouseError} `not_found` */
+  enableWebhook(webhookId: string, options?: WriteOptions): Promise<Webhook>;
+  /** `GET /v1/webhooks/{id}/deliveries`. @throws {GatehouseError} `not_found` */
+  listDeliveries(webhookId: string, query?: DeliveryQuery): Promise<Delivery[]>;
+  /** `POST /v1/webhooks/{id}/deliveries/{delivery_id}/redeliver`. @throws {GatehouseError} `not_found` */
+  redeliver(webhookId: string, deliveryId: string, options?: WriteOptions): Promise<Delivery>;
+}
+
+const DecisionRecordSchema = DecisionSchema.extend({
+  params: z.record(z.string(), z.unknown()),
+  context: z.record(z.string(), z.unknown()),
+  event_id: z.string(),
+});
+const ItemsSchema = z.object({ items: z.array(StateItemSchema) });
+const VersionsSchema = z.object({ versions: z.array(StateItemSchema) });
+const ConflictsSchema = z.object({ conflicts: z.array(ConflictSchema) });
+const WebhooksSchema = z.object({ webhooks: z.array(WebhookSchema) });
+const DeliveriesSchema = z.object({ deliveries: z.array(DeliverySchema) });
+
+type Query = Record<string, string | number | undefined>;
+
+interface Call {
+  method: 'GET' | 'POST' | 'DELETE';
+  path: string;
+  query?: Query;
+  body?: unknown;
+  options?: WriteOptions | undefined;
+}
+
+const seg = encodeURIComponent;
+
+/**
+ * Creates a `/v1` client. It never retries on its own: pass an `idempotencyKey` and retry a
+ * write yourself when an `unavailable` error may hide a request the server did apply.
+ * @throws {GatehouseError} `invalid_request` for a `baseUrl` that is not an absolute URL
+ * @example
+ * const gatehouse = createGatehouseClient({ baseUrl: 'http://127.0.0.1:8787', apiKey: process.env.GATEHOUSE_API_KEY! });
+ * const decision = await gatehouse.evaluate({ session_id: 's1', action: 'payments.transfer', params: { amount: 9000 } });
+ * if (!decision.allowed) throw new Error(decision.reason);
+ */
+export function createGatehouseClient(options: GatehouseClientOptions): GatehouseClient {
+  const base = options.baseUrl.replace(/\/+$/, '');
+  // URL.parse accepts 'localhost:8787' as a URL with scheme 'localhost:'; only http(s) will do.
+  const parsedBase = URL.parse(base);
+  if (parsedBase === null || (parsedBase.protocol !== 'http:' && parsedBase.protocol !== 'https:')) {
+    throw new GatehouseError(
+      'invalid_request',
+      `baseUrl must be an absolute http(s) URL, not '${options.baseUrl}'.`,
+    );
+  }
+  const origin = parsedBase.origin;
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const authorization = `Bearer ${options.apiKey}`;
+
+  async function send(call: Call): Promise<{ status: number; text: string }> {
+    const search = new URLSearchParams();
+    for (const [name, value] of Object.entries(call.query ?? {})) {
+      if (value !== undefined) search.set(name, String(value));
+    }
+    const qs = search.size > 0 ? `?${search}` : '';
+    const headers: Record<string, string> = { authorization, accept: 'application/json' };
+    if (call.body !== undefined) headers['content-type'] = 'application/json';
+    if (call.options?.idempotencyKey !== undefined) headers['idempotency-key'] = call.options.idempotencyKey;
+
+    let status: number;
+    let responseHeaders: Record<string, string | string[] | undefined>;
+    let text: string;
+    try {
+      const response = await request(`${base}${call.path}${qs}`, {
+        method: call.method,
+        headers,
+        ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
+        ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+        // undici's own timers tick once a second; the signal is the precise, overall deadline.
+        signal: AbortSignal.timeout(timeoutMs),
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+      status = response.statusCode;
+      responseHeaders = response.headers;
+      // Read every body, even an error's or a 204's, so the socket goes back to the pool.
+      text = await response.body.text();
+    } catch (error) {
+      throw unavailableError(origin, error, timeoutMs);
+    }
+    if (status < 200 || status >= 300) throw errorFromResponse(status, responseHeaders, text);
+    return { status, text };
+  }
+
+  async function call<S extends z.ZodType>(schema: S, spec: Call): Promise<z.output<S>> {
+    const { text } = await send(spec);
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (error) {
+      throw new GatehouseError(
+        'internal',
+        `The Gatehouse server sent a body that is not JSON (${spec.path}).`,
+        {
+          cause: error,
+        },
+      );
+    }
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) {
+      throw new GatehouseError(
+        'internal',
+        `The Gatehouse server's answer to ${spec.method} ${spec.path} does not match the /v1 contract.`,
+        { cause: parsed.error },
+      );
+    }
+    return parsed.data;
+  }
+
+  const item = (key: string) => `/v1/state/items/${seg(key)}`;
+
+  return {
+    recordState: (input, opts) =>
+      call(RecordStateResultSchema, { method: 'POST', path: '/v1/state/items', body: input, options: opts }),
+    getItem: (sessionId, key) =>
+      call(StateItemSchema, { method: 'GET', path: item(key), query: { session_id: sessionId } }),
+    getItemVersion: (sessionId, key, version) =>
+      call(StateItemSchema, {
+        method: 'GET',
+        path: `${item(key)}/versions/${seg(String(version))}`,
+        query: { session_id: sessionId },
+      }),
+    listItemVersions: async (sessionId, key) =>
+      (
+        await call(VersionsSchema, {
+          method: 'GET',
+          path: `${item(key)}/versions`,
+          query: { session_id: sessionId },
+        })
+      ).versions,
+    listItems: async (sessionId) =>
+      (await call(ItemsSchema, { method: 'GET', path: '/v1/state/items', query: { session_id: sessionId } }))
+        .items,
+    listConflicts: async (query = {}) =>
+      (await call(ConflictsSchema, { method: 'GET', path: '/v1/state/conflicts', query: { ...query } }))
+        .conflicts,
+    getConflict: (conflictId) =>
+      call(ConflictSchema, { method: 'GET', path: `/v1/state/conflicts/${seg(conflictId)}` }),
+    resolveConflict: (conflictId, input, opts) =>
+      call(ConflictSchema, {
+        method: 'POST',
+        path: `/v1/state/conflicts/${seg(conflictId)}/resolve`,
+        body: input,
+        options: opts,
+      }),
+    evaluate: (input, opts) =>
+      call(DecisionSchema, { method: 'POST', path: '/v1/gates/evaluate', body: input, options: opts }),
+    getDecision: (decisionId) =>
+      call(DecisionRecordSchema, { method: 'GET', path: `/v1/decisions/${seg(decisionId)}` }),
+    recordOutcome: (decisionId, input, opts) =>
+      call(HistoryEventSchema, {
+        method: 'POST',
+        path: `/v1/decisions/${seg(decisionId)}/outcome`,
+        body: input,
+        options: opts,
+      }),
+    readHistory: (query = {}) =>
+      call(HistoryPageSchema, {
+        method: 'GET',
+        path: '/v1/history/events',
+        query: {
+          session_id: query.session_id,
+          type: query.type,
+          decision_id: query.decision_id,
+          limit: query.limit === undefined ? undefined : String(query.limit),
+          cursor: query.cursor,
+          order: query.order,
+        },
+      }),
+    verifyHistory: () => call(VerifyResultSchema, { method: 'GET', path: '/v1/history/verify' }),
+    createWebhook: (input, opts) =>
+      call(WebhookWithSecretSchema, { method: 'POST', path: '/v1/webhooks', body: input, options: opts }),
+    listWebhooks: async () => (await call(WebhooksSchema, { method: 'GET', path: '/v1/webhooks' })).webhooks,
+    getWebhook: (webhookId) => call(WebhookSchema, { method: 'GET', path: `/v1/webhooks/${seg(webhookId)}` }),
+    deleteWebhook: async (webhookId) => {
+      await send({ method: 'DELETE', path: `/v1/webhooks/${seg(webhookId)}` });
+    },
+    rotateWebhookSecret: (webhookId, input = {}, opts) =>
+      call(WebhookWithSecretSchema, {
+        method: 'POST',
+        path: `/v1/webhooks/${seg(webhookId)}/rotate-secret`,
+        body: input,
+        options: opts,
+      }),
+    enableWebhook: (webhookId, opts) =>
+      call(WebhookSchema, {
+        method: 'POST',
+        path: `/v1/webhooks/${seg(webhookId)}/enable`,
+        body: {},
+        options: opts,
+      }),
+    listDeliveries: async (webhookId, query = {}) =>
+      (
+        await call(DeliveriesSchema, {
+          method: 'GET',
+          path: `/v1/webhooks/${seg(webhookId)}/deliveries`,
+          query: { ...query },
+        })
+      ).deliveries,
+    redeliver: (webhookId, deliveryId, opts) =>
+      call(DeliverySchema, {
+        method: 'POST',
+        path: `/v1/webhooks/${seg(webhookId)}/deliveries/${seg(deliveryId)}/redeliver`,
+        body: {},
+        options: opts,
+      }),
+  };
+}

@@ -1,0 +1,23 @@
+/** The error the callback handler throws to stop a tool the gate blocked. */
+import type { Decision } from '../../src/index.js';
+
+/**
+ * Thrown by {@link GatehouseCallbackHandler} when the gate answers Block; the tool never runs.
+ * Its message reaches the model (LangChain turns it into an error ToolMessage), so it holds the
+ * policy's reason and the decision ID only — the core has already masked secrets in the reason.
+ */
+export class ActionBlockedError extends Error {
+  /** The Block decision, as recorded in the history. */
+  readonly decision: Decision;
+
+  constructor(decision: Decision) {
+    super(`Blocked by Gatehouse: ${decision.reason} (decision ${decision.decision_id})`);
+    this.name = 'ActionBlockedError';
+    this.decision = decision;
+  }
+}
+
+/** True when `value` is an {@link ActionBlockedError}. */
+export function isActionBlockedError(value: unknown): value is ActionBlockedError {
+  return value instanceof ActionBlockedError;
+}

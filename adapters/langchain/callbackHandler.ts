@@ -1,0 +1,166 @@
+/**
+ * The callback face: a handler that gates every tool call of any LangChain runnable (an agent,
+ * a graph, a bare `tool.invoke`). It throws to stop a blocked tool, so it needs LangChain to
+ * wait for it and re-raise: `super({ raiseError: true })` sets both.
+ */
+import { BaseCallbackHandler } from '@langchain/core/callbacks/base';
+import type { Serialized } from '@langchain/core/load/serializable';
+import type { LLMResult } from '@langchain/core/outputs';
+import type { Decision } from '../../src/index.js';
+import { ActionBlockedError } from './actionBlockedError.js';
+import {
+  firstString,
+  type GateOptions,
+  missingSessionError,
+  recordOutcomeSafely,
+  shortDetail,
+  toolMessageText,
+} from './gateOptions.js';
+import { resolveToolName, toolParams } from './toolIdentity.js';
+
+/** Options for {@link GatehouseCallbackHandler}. */
+export type GatehouseCallbackHandlerOptions = GateOptions;
+
+/** In-flight bookkeeping is bounded: runs that never end (a crashed graph) must not leak. */
+const MAX_TRACKED = 4096;
+
+function remember(map: Map<string, string>, key: string, value: string): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > MAX_TRACKED) {
+    const oldest = map.keys().next();
+    if (!oldest.done) map.delete(oldest.value);
+  }
+}
+
+/**
+ * Gates every tool call: evaluates `<tool name>` with the tool's arguments as `params` before
+ * the tool runs. Allow runs it; Warn calls `onWarn`, then runs it; Block throws
+ * {@link ActionBlockedError} and the tool function never runs. After the tool, its result is
+ * recorded as an `action_outcome` event under the same decision ID.
+ *
+ * How the block surfaces depends on the caller: `tool.invoke` rejects; `createAgent` without
+ * any `wrapToolCall` middleware turns the error into an error ToolMessage and the model goes
+ * on; `createAgent` with such a middleware rejects `agent.invoke`. For a clean, model-readable
+ * answer inside `createAgent`, use {@link gatehouseMiddleware} instead.
+ *
+ * The session is `sessionId`, else the run's `thread_id` (agents copy `configurable.thread_id`
+ * into callback metadata), else `metadata.session_id`; with none the tool does not run.
+ * @example
+ * const handler = new GatehouseCallbackHandler({ backend: gatehouse });
+ * await agent.invoke({ messages }, { callbacks: [handler], configurable: { thread_id: 'session-42' } });
+ */
+export class GatehouseCallbackHandler extends BaseCallbackHandler {
+  name = 'gatehouse';
+  readonly #options: GateOptions;
+  /** runId → decision ID of a tool that was let through. */
+  readonly #decisions = new Map<string, string>();
+  /** toolCallId → the tool name the model asked for. */
+  readonly #calledNames = new Map<string, string>();
+
+  /**
+   * @param options the backend and how to find the session
+   */
+  constructor(options: GatehouseCallbackHandlerOptions) {
+    // A class field `raiseError = true` would leave awaitHandlers false: the tool would run and
+    // the thrown block would become an unhandled rejection. The constructor sets both.
+    super({ raiseError: true });
+    this.#options = options;
+  }
+
+  /** One instance must see both the start and the end of a run, so a copy is this handler. */
+  override copy(): this {
+    return this;
+  }
+
+  /** Remembers the tool names the model asked for, by tool call ID. Never throws. */
+  override handleLLMEnd(output: LLMResult): void {
+    try {
+      for (const generations of output.generations) {
+        for (const generation of generations) {
+          const calls = (generation as { message?: { tool_calls?: unknown } }).message?.tool_calls;
+          if (!Array.isArray(calls)) continue;
+          for (const call of calls as Array<{ id?: unknown; name?: unknown }>) {
+            if (typeof call.id === 'string' && typeof call.name === 'string') {
+              remember(this.#calledNames, call.id, call.name);
+            }
+          }
+        }
+      }
+    } catch {
+      // Only a hint for naming; a malformed model output is not the gate's business.
+    }
+  }
+
+  /**
+   * Evaluates the call before the tool runs.
+   * @throws {ActionBlockedError} on Block
+   * @throws {GatehouseError} with no session, an unnamed tool, or a backend failure (fail closed)
+   */
+  override async handleToolStart(
+    tool: Serialized,
+    input: string,
+    runId: string,
+    _parentRunId?: string,
+    _tags?: string[],
+    metadata?: Record<string, unknown>,
+    runName?: string,
+    toolCallId?: string,
+  ): Promise<void> {
+    const calledName = toolCallId === undefined ? undefined : this.#calledNames.get(toolCallId);
+    if (toolCallId !== undefined) this.#calledNames.delete(toolCallId);
+    const action = resolveToolName({ serialized: tool, runName, metadata, calledName });
+    const sessionId = firstString(this.#options.sessionId, metadata?.['thread_id'], metadata?.['session_id']);
+    if (sessionId === undefined) throw missingSessionError(action);
+
+    const decision = await this.#options.backend.evaluate({
+      session_id: sessionId,
+      action,
+      params: toolParams(input),
+      ...(toolCallId === undefined ? {} : { context: { tool_call_id: toolCallId } }),
+    });
+    await this.#enforce(decision);
+    remember(this.#decisions, runId, decision.decision_id);
+  }
+
+  async #enforce(decision: Decision): Promise<void> {
+    switch (decision.verdict) {
+      case 'Allow':
+        return;
+      case 'Warn':
+        await this.#options.onWarn?.(decision);
+        return;
+      case 'Block':
+        throw new ActionBlockedError(decision);
+      default: {
+        const unknown: never = decision.verdict;
+        throw new Error(`Unknown verdict ${String(unknown)}`);
+      }
+    }
+  }
+
+  /** Records `succeeded` (or `failed` for an error ToolMessage). Never throws. */
+  override async handleToolEnd(output: unknown, runId: string): Promise<void> {
+    const decisionId = this.#take(runId);
+    if (decisionId === undefined) return;
+    const status = (output as { status?: unknown } | null)?.status;
+    if (status === 'error') {
+      await recordOutcomeSafely(this.#options, decisionId, 'failed', shortDetail(toolMessageText(output)));
+    } else {
+      await recordOutcomeSafely(this.#options, decisionId, 'succeeded');
+    }
+  }
+
+  /** Records `failed` with the error's first words. Never throws. */
+  override async handleToolError(error: unknown, runId: string): Promise<void> {
+    const decisionId = this.#take(runId);
+    if (decisionId === undefined) return;
+    await recordOutcomeSafely(this.#options, decisionId, 'failed', shortDetail(error));
+  }
+
+  #take(runId: string): string | undefined {
+    const decisionId = this.#decisions.get(runId);
+    this.#decisions.delete(runId);
+    return decisionId;
+  }
+}

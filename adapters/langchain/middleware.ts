@@ -1,0 +1,114 @@
+/**
+ * The `createAgent` face: a `wrapToolCall` middleware. A blocked call never reaches the tool;
+ * the model gets an error ToolMessage saying why, so it can change course instead of retrying.
+ */
+import { ToolMessage } from '@langchain/core/messages';
+import type { ToolCall } from '@langchain/core/messages/tool';
+import { type AgentMiddleware, createMiddleware } from 'langchain';
+import type { Decision } from '../../src/index.js';
+import {
+  firstString,
+  type GateOptions,
+  missingSessionError,
+  recordOutcomeSafely,
+  shortDetail,
+  toolMessageText,
+} from './gateOptions.js';
+
+/** Options for {@link gatehouseMiddleware}. */
+export type GatehouseMiddlewareOptions = GateOptions;
+
+/** The JSON the model reads in the ToolMessage of a blocked call. */
+export interface BlockedToolContent {
+  blocked: true;
+  verdict: 'Block';
+  /** One human sentence from the policy. */
+  reason: string;
+  decision_id: string;
+  reasons: Array<{ rule: string; message: string; keys: string[] }>;
+}
+
+/**
+ * The error ToolMessage that stands in for a blocked call: `status: 'error'`, the call's ID and
+ * name, and a {@link BlockedToolContent} JSON body.
+ */
+export function blockedToolMessage(decision: Decision, toolCall: Pick<ToolCall, 'id' | 'name'>): ToolMessage {
+  const content: BlockedToolContent = {
+    blocked: true,
+    verdict: 'Block',
+    reason: decision.reason,
+    decision_id: decision.decision_id,
+    reasons: decision.reasons.map(({ rule, message, keys }) => ({ rule, message, keys })),
+  };
+  return new ToolMessage({
+    status: 'error',
+    tool_call_id: toolCall.id ?? '',
+    name: toolCall.name,
+    content: JSON.stringify(content),
+  });
+}
+
+/**
+ * A `createAgent` middleware that gates every tool call: evaluates `toolCall.name` with
+ * `toolCall.args` as `params`. Allow runs the tool; Warn calls `onWarn`, then runs it; Block
+ * returns {@link blockedToolMessage} without running it. The result is recorded as an
+ * `action_outcome` (an error ToolMessage or a thrown error is `failed`).
+ *
+ * The session is `sessionId`, else `configurable.thread_id`, else `configurable.session_id`;
+ * with none, and when the backend cannot be reached, the call fails and `agent.invoke`
+ * rejects (fail closed: LangChain re-raises errors from a `wrapToolCall` middleware).
+ * @example
+ * const agent = createAgent({ model, tools, middleware: [gatehouseMiddleware({ backend: gatehouse })] });
+ * await agent.invoke({ messages }, { configurable: { thread_id: 'session-42' } });
+ */
+export function gatehouseMiddleware(options: GatehouseMiddlewareOptions): AgentMiddleware {
+  return createMiddleware({
+    name: 'gatehouse',
+    wrapToolCall: async (request, handler) => {
+      const { toolCall } = request;
+      const action = toolCall.name;
+      const configurable = request.runtime.configurable;
+      const sessionId = firstString(options.sessionId, configurable?.thread_id, configurable?.['session_id']);
+      if (sessionId === undefined) throw missingSessionError(action);
+
+      const decision = await options.backend.evaluate({
+        session_id: sessionId,
+        action,
+        params: toolCall.args ?? {},
+        ...(toolCall.id === undefined ? {} : { context: { tool_call_id: toolCall.id } }),
+      });
+      switch (decision.verdict) {
+        case 'Block':
+          return blockedToolMessage(decision, toolCall);
+        case 'Warn':
+          await options.onWarn?.(decision);
+          break;
+        case 'Allow':
+          break;
+        default: {
+          const unknown: never = decision.verdict;
+          throw new Error(`Unknown verdict ${String(unknown)}`);
+        }
+      }
+
+      let result: Awaited<ReturnType<typeof handler>>;
+      try {
+        result = await handler(request);
+      } catch (error) {
+        await recordOutcomeSafely(options, decision.decision_id, 'failed', shortDetail(error));
+        throw error;
+      }
+      if (ToolMessage.isInstance(result) && result.status === 'error') {
+        await recordOutcomeSafely(
+          options,
+          decision.decision_id,
+          'failed',
+          shortDetail(toolMessageText(result)),
+        );
+      } else {
+        await recordOutcomeSafely(options, decision.decision_id, 'succeeded');
+      }
+      return result;
+    },
+  });
+}
