@@ -28,6 +28,7 @@ import {
   type HistoryPage,
   type HistoryQuery,
   HistoryQuerySchema,
+  isPlausibleId,
   type OutcomeInput,
   OutcomeInputSchema,
   type RecordStateInput,
@@ -183,6 +184,14 @@ function notFound(what: string): GatehouseError {
   return new GatehouseError('not_found', `${what} was not found.`);
 }
 
+/**
+ * Throws `not_found` for an ID no object can have (control characters, NUL, very long) before it
+ * reaches a database that would fail on it rather than find nothing (PostgreSQL refuses U+0000).
+ */
+function assertPlausibleId(id: string, what: string): void {
+  if (!isPlausibleId(id)) throw notFound(`${what} '${id}'`);
+}
+
 function publicWebhook(w: StoredWebhook): Webhook {
   const { secrets: _secrets, ...rest } = w;
   return rest;
@@ -301,6 +310,7 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
   }
 
   async function requireWebhook(tenantId: string, webhookId: string): Promise<StoredWebhook> {
+    assertPlausibleId(webhookId, 'Webhook');
     const webhook = await store.getWebhook(tenantId, webhookId);
     if (!webhook) throw notFound(`Webhook '${webhookId}'`);
     return webhook;
@@ -492,6 +502,7 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     },
 
     async getConflict(conflictId, ctx) {
+      assertPlausibleId(conflictId, 'Conflict');
       const conflict = await store.getConflict(tenantOf(ctx), conflictId);
       if (!conflict) throw notFound(`Conflict '${conflictId}'`);
       return conflict;
@@ -499,11 +510,14 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
 
     async resolveConflict(conflictId, rawInput, ctx) {
       const input = parseInput(ResolveConflictInputSchema, rawInput, 'resolution');
+      assertPlausibleId(conflictId, 'Conflict');
       const tenantId = tenantOf(ctx);
       return store.transaction(async (tx) => {
-        const conflict = await tx.getConflict(tenantId, conflictId);
-        if (!conflict) throw notFound(`Conflict '${conflictId}'`);
-        const current = await tx.lockItem(tenantId, conflict.session_id, conflict.key);
+        const found = await tx.getConflict(tenantId, conflictId);
+        if (!found) throw notFound(`Conflict '${conflictId}'`);
+        const current = await tx.lockItem(tenantId, found.session_id, found.key);
+        // Read again under the item lock: a concurrent resolver may have settled it meanwhile.
+        const conflict = (await tx.getConflict(tenantId, conflictId)) ?? found;
         if (conflict.status !== 'open' || !current) {
           throw new GatehouseError('version_conflict', `Conflict '${conflictId}' is already resolved.`);
         }
@@ -675,6 +689,7 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     },
 
     async getDecision(decisionId, ctx) {
+      assertPlausibleId(decisionId, 'Decision');
       const [event] = await store.queryEvents(tenantOf(ctx), {
         decision_id: decisionId,
         type: 'gate_evaluation',
@@ -690,8 +705,11 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
 
     async recordOutcome(decisionId, rawInput, ctx) {
       const input = parseInput(OutcomeInputSchema, rawInput, 'outcome');
+      assertPlausibleId(decisionId, 'Decision');
       const tenantId = tenantOf(ctx);
       return store.transaction(async (tx) => {
+        // The chain head lock serialises outcome writers, so two concurrent reports cannot both pass the check.
+        await tx.lockChainHead(tenantId);
         const events = await tx.queryEvents(tenantId, { decision_id: decisionId, order: 'asc', limit: 2 });
         const decision = events.find((e) => e.type === 'gate_evaluation');
         if (!decision) throw notFound(`Decision '${decisionId}'`);
@@ -774,12 +792,14 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     },
 
     async deleteWebhook(webhookId, ctx) {
+      assertPlausibleId(webhookId, 'Webhook');
       const deleted = await store.transaction((tx) => tx.deleteWebhook(tenantOf(ctx), webhookId));
       if (!deleted) throw notFound(`Webhook '${webhookId}'`);
     },
 
     async rotateWebhookSecret(webhookId, rawInput = {}, ctx) {
       const input = parseInput(RotateSecretInputSchema, rawInput, 'rotation');
+      assertPlausibleId(webhookId, 'Webhook');
       const tenantId = tenantOf(ctx);
       const at = clock();
       const secret = generateWebhookSecret(randomBytes);
@@ -804,6 +824,7 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     },
 
     async enableWebhook(webhookId, ctx) {
+      assertPlausibleId(webhookId, 'Webhook');
       const tenantId = tenantOf(ctx);
       return store.transaction(async (tx) => {
         const webhook = await tx.getWebhook(tenantId, webhookId);
@@ -823,6 +844,11 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
           errors: [{ path: 'limit', message: 'must be an integer from 1 to 500' }],
         });
       }
+      if (query.before_id !== undefined && !isPlausibleId(query.before_id)) {
+        throw new GatehouseError('invalid_request', 'before_id must be a delivery ID.', {
+          errors: [{ path: 'before_id', message: 'must be a delivery ID (printable ASCII)' }],
+        });
+      }
       return store.listDeliveries(tenantId, webhookId, {
         status: query.status,
         limit,
@@ -831,6 +857,8 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     },
 
     async redeliver(webhookId, deliveryId, ctx) {
+      if (!isPlausibleId(webhookId)) throw notFound(`Delivery '${deliveryId}'`);
+      assertPlausibleId(deliveryId, 'Delivery');
       const tenantId = tenantOf(ctx);
       const delivery = await store.transaction(async (tx) => {
         const found = await tx.getDelivery(tenantId, deliveryId);

@@ -63,5 +63,6 @@ export { type Classification, classify, maskValue, type Sensitivity } from './st
 export { decideWrite, type WriteOutcome, type WriteSide } from './state/conflictRules.js';
 export { maskSecrets } from './state/maskSecrets.js';
 export type * from './store.js';
+export { STORE_TABLE_KEYS, STORE_TABLES } from './store.js';
 export { parseInput } from './validation.js';
 export * from './webhooks/index.js';

@@ -15,6 +15,8 @@ export const LIMITS = {
   valueBytes: 16 * 1024,
   /** Largest `metadata`, `params` or `context` object, in bytes of JSON. */
   objectBytes: 16 * 1024,
+  /** Deepest nesting of a `metadata`, `params` or `context` object (`{}` is 1). */
+  objectDepth: 32,
   /** Longest action name. */
   action: 200,
   /** Largest history page. */
@@ -25,12 +27,58 @@ export const LIMITS = {
 
 const utf8 = new TextEncoder();
 
+/**
+ * True when `value` nests at most `max` objects/arrays deep. Stops descending past `max`, so its
+ * own recursion is bounded whatever the input.
+ */
+function nestsWithin(value: unknown, max: number): boolean {
+  if (value === null || typeof value !== 'object') return true;
+  if (max <= 0) return false;
+  for (const child of Object.values(value)) if (!nestsWithin(child, max - 1)) return false;
+  return true;
+}
+
 function jsonObject(what: string) {
-  return z
-    .record(z.string(), z.unknown())
-    .refine((o) => utf8.encode(JSON.stringify(o)).byteLength <= LIMITS.objectBytes, {
-      message: `${what} must be at most ${LIMITS.objectBytes} bytes of JSON`,
-    });
+  return z.record(z.string(), z.unknown()).superRefine((o, ctx) => {
+    // Depth first: JSON.stringify (and every later walk of the object) recurses, and a 64 KiB
+    // body of `[[[[…]]]]` would overflow the stack.
+    if (!nestsWithin(o, LIMITS.objectDepth)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `${what} must nest at most ${LIMITS.objectDepth} levels deep`,
+      });
+    } else if (utf8.encode(JSON.stringify(o)).byteLength > LIMITS.objectBytes) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `${what} must be at most ${LIMITS.objectBytes} bytes of JSON`,
+      });
+    }
+  });
+}
+
+// A lone surrogate cannot be stored as UTF-8 (SQLite keeps mangled bytes, PostgreSQL a U+FFFD),
+// and PostgreSQL text refuses U+0000: both would change or lose a value after it was accepted.
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/** A string stored as text: well-formed Unicode without U+0000. */
+function storableText(what: string) {
+  return z.string().refine((v) => !v.includes('\u0000') && !LONE_SURROGATE.test(v), {
+    message: `${what} must be well-formed Unicode without NUL (U+0000) or lone surrogates`,
+  });
+}
+
+/**
+ * An identifier as Gatehouse makes them (`dec_…`, `whk_…`): printable ASCII. Used for filters
+ * that reach the database; a path ID that fails it simply names nothing (see `isPlausibleId`).
+ */
+export const IdSchema = z
+  .string()
+  .max(128, 'an ID is at most 128 characters')
+  .regex(/^[\x21-\x7e]+$/, 'an ID is printable ASCII without spaces');
+
+/** True when `id` could be an ID Gatehouse made; anything else cannot name a stored object. */
+export function isPlausibleId(id: string): boolean {
+  return IdSchema.safeParse(id).success;
 }
 
 /** A session ID: 1–128 printable characters. */
@@ -49,7 +97,7 @@ export type Verdict = z.infer<typeof VerdictSchema>;
 export const RecordStateInputSchema = z.strictObject({
   session_id: SessionIdSchema,
   key: z.string().max(LIMITS.key * 2, `key must be at most ${LIMITS.key} characters`),
-  value: z.string().refine((v) => utf8.encode(v).byteLength <= LIMITS.valueBytes, {
+  value: storableText('value').refine((v) => utf8.encode(v).byteLength <= LIMITS.valueBytes, {
     message: `value must be at most ${LIMITS.valueBytes} bytes`,
   }),
   type: z.string().min(1, 'type must not be empty').max(64),
@@ -195,7 +243,7 @@ export type HistoryEvent = z.infer<typeof HistoryEventSchema>;
 export const HistoryQuerySchema = z.strictObject({
   session_id: SessionIdSchema.optional(),
   type: EventTypeSchema.optional(),
-  decision_id: z.string().max(64).optional(),
+  decision_id: IdSchema.max(64).optional(),
   limit: z.coerce
     .number()
     .int('limit must be an integer')
@@ -235,10 +283,10 @@ export const WebhookFilterSchema = z.strictObject({
 
 /** `POST /v1/webhooks`: subscribe an HTTPS endpoint to events. */
 export const CreateWebhookInputSchema = z.strictObject({
-  url: z.string().max(2048, 'url must be at most 2048 characters'),
+  url: storableText('url').max(2048, 'url must be at most 2048 characters'),
   events: z.array(WebhookEventSelectorSchema).min(1, 'events must list at least one event type'),
   filter: WebhookFilterSchema.optional(),
-  description: z.string().max(500).optional(),
+  description: storableText('description').max(500).optional(),
 });
 export type CreateWebhookInput = z.input<typeof CreateWebhookInputSchema>;
 

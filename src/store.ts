@@ -194,6 +194,39 @@ export interface OutboxStore {
   nextDueAt(): Promise<string | null>;
 }
 
+/** The tables every Store keeps, in the order a dump writes and a load reads them. */
+export const STORE_TABLES = [
+  'api_keys',
+  'webhooks',
+  'state_versions',
+  'state_items',
+  'conflicts',
+  'events',
+  'chain_heads',
+  'deliveries',
+] as const;
+
+/** One table of a Store. */
+export type StoreTable = (typeof STORE_TABLES)[number];
+
+/** Each table's primary key: dumps page through tables in this order. */
+export const STORE_TABLE_KEYS: Readonly<Record<StoreTable, readonly string[]>> = {
+  api_keys: ['id'],
+  webhooks: ['id'],
+  state_versions: ['tenant_id', 'session_id', 'key', 'version'],
+  state_items: ['tenant_id', 'session_id', 'key'],
+  conflicts: ['conflict_id'],
+  events: ['tenant_id', 'seq'],
+  chain_heads: ['tenant_id'],
+  deliveries: ['delivery_id'],
+};
+
+/** One row of a dump: the same columns (text and numbers) in every Store, so dumps move between them. */
+export interface DumpRecord {
+  table: StoreTable;
+  row: Record<string, string | number | null>;
+}
+
 /** A Gatehouse database. */
 export interface Store extends StoreReader, KeyStore, OutboxStore {
   /** A short name for logs and `/readyz` (`sqlite`, `postgres`). */
@@ -211,6 +244,13 @@ export interface Store extends StoreReader, KeyStore, OutboxStore {
   scanEvents(tenantId: string, options?: { pageSize?: number }): AsyncIterable<HistoryEvent[]>;
   /** Tenants that have events. */
   listTenants(): Promise<string[]>;
+  /** Every row of every table ({@link STORE_TABLES} order; events in seq order), for export. */
+  dumpRows(options?: { pageSize?: number }): AsyncIterable<DumpRecord>;
+  /**
+   * Loads rows made by {@link Store.dumpRows} (of any Store kind) into this one, in one
+   * transaction. Refuses a store that already holds events or keys. Returns the row count.
+   */
+  loadRows(rows: AsyncIterable<DumpRecord>): Promise<number>;
 }
 
 /** The scopes type, re-exported for stores. */

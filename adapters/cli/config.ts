@@ -9,6 +9,8 @@ export interface ServiceConfig {
   database: string;
   /** PostgreSQL URL; when set, SQLite is not used. (env DATABASE_URL) */
   databaseUrl: string | undefined;
+  /** PostgreSQL schema. @default public (env GATEHOUSE_DB_SCHEMA) */
+  databaseSchema: string | undefined;
   /** Policy file; the built-in policy when unset. (env GATEHOUSE_POLICY) */
   policy: string | undefined;
   /** Redis URL for shared TTL data. (env REDIS_URL) */
@@ -67,6 +69,7 @@ export function readServiceConfig(flags: Flags): ServiceConfig {
   return {
     database: flagOrEnv(flags, 'database', 'GATEHOUSE_DB') ?? '.gatehouse/gatehouse.db',
     databaseUrl: flagOrEnv(flags, 'databaseUrl', 'DATABASE_URL'),
+    databaseSchema: flagOrEnv(flags, 'databaseSchema', 'GATEHOUSE_DB_SCHEMA'),
     policy: flagOrEnv(flags, 'policy', 'GATEHOUSE_POLICY'),
     redisUrl: flagOrEnv(flags, 'redisUrl', 'REDIS_URL'),
     durability,

@@ -2,7 +2,9 @@
 /**
  * The `gatehouse` command.
  */
-import { readFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { createReadStream, createWriteStream, readFileSync, type WriteStream } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { Command, Option } from 'commander';
 import pino from 'pino';
 import {
@@ -11,6 +13,7 @@ import {
   createIdGenerator,
   DEFAULT_KEY_SOURCES,
   DEFAULT_POLICY_YAML,
+  type DumpRecord,
   EVENT_TYPES,
   type HistoryEvent,
   isGatehouseError,
@@ -18,6 +21,7 @@ import {
   type Scope,
   systemRandomBytes,
 } from '../../src/index.js';
+import { DEFAULT_MCP_SOURCES, runStdioServer } from '../mcp/index.js';
 import { readServeConfig, readServiceConfig } from './config.js';
 import { openGatehouse, openStore } from './openService.js';
 import { banner, startService } from './serve.js';
@@ -32,6 +36,7 @@ function storeOptions(cmd: Command): Command {
   return cmd
     .option('--database <file>', 'SQLite file (env GATEHOUSE_DB)', undefined)
     .option('--database-url <url>', 'PostgreSQL URL instead of SQLite (env DATABASE_URL)')
+    .option('--database-schema <name>', 'PostgreSQL schema (env GATEHOUSE_DB_SCHEMA)', undefined)
     .option('--policy <file>', 'policy YAML file (env GATEHOUSE_POLICY); the built-in policy when unset')
     .option('--log-level <level>', 'fatal, error, warn, info, debug (env GATEHOUSE_LOG_LEVEL)');
 }
@@ -81,12 +86,11 @@ storeOptions(program.command('mcp'))
   .option('--session <id>', 'default session_id for tools called without one')
   .option(
     '--sources <list>',
-    'comma-separated sources the client may claim (default: tool_output,retrieval,agent_inference)',
+    `comma-separated sources the client may claim (default: ${DEFAULT_MCP_SOURCES.join(',')})`,
   )
   .action(async (flags) => {
     const config = readServiceConfig(flags);
     const log = pino({ level: config.logLevel }, pino.destination(2));
-    const { runStdioServer } = await import('../mcp/index.js');
     const gatehouse = await openGatehouse(config);
     const sources =
       typeof flags.sources === 'string'
@@ -244,6 +248,60 @@ storeOptions(program.command('verify'))
       }
       if (tenants.length === 0) process.stdout.write('no events yet\n');
       process.exitCode = ok ? 0 : 1;
+    } finally {
+      await gatehouse.store.close();
+    }
+  });
+
+storeOptions(program.command('export'))
+  .description('write every row of the database as JSON lines (to move it, e.g. SQLite → PostgreSQL)')
+  .option('--output <file>', 'write here instead of stdout')
+  .action(async (flags) => {
+    const store = await openStore(readServiceConfig(flags));
+    const out = flags.output ? createWriteStream(flags.output as string) : process.stdout;
+    let count = 0;
+    try {
+      for await (const record of store.dumpRows()) {
+        if (!out.write(`${JSON.stringify(record)}\n`)) await once(out, 'drain');
+        count += 1;
+      }
+    } finally {
+      await store.close();
+      if (flags.output) await new Promise((resolve) => (out as WriteStream).end(resolve));
+    }
+    process.stderr.write(`exported ${count} rows\n`);
+  });
+
+storeOptions(program.command('import'))
+  .description('load a file written by `gatehouse export` into a new, empty database, then verify it')
+  .argument('<file>', 'JSON lines from `gatehouse export` (- for stdin)')
+  .action(async (file: string, flags) => {
+    const gatehouse = await openGatehouse(readServiceConfig(flags));
+    try {
+      async function* records() {
+        // Created only when the store starts reading: readline drops lines emitted before iteration.
+        const input = file === '-' ? process.stdin : createReadStream(file);
+        const lines = createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
+        let n = 0;
+        for await (const line of lines) {
+          n += 1;
+          if (line.trim() === '') continue;
+          try {
+            yield JSON.parse(line) as DumpRecord;
+          } catch {
+            throw new Error(`${file}:${n}: not a JSON line written by gatehouse export.`);
+          }
+        }
+      }
+      const count = await gatehouse.store.loadRows(records());
+      process.stdout.write(`imported ${count} rows\n`);
+      for (const tenantId of await gatehouse.store.listTenants()) {
+        const r = await gatehouse.verifyHistory({ tenantId });
+        process.stdout.write(
+          `tenant ${tenantId}: ${r.ok ? `chain ok, ${r.checked} events` : `BROKEN: ${r.problem}`}\n`,
+        );
+        if (!r.ok) process.exitCode = 1;
+      }
     } finally {
       await gatehouse.store.close();
     }

@@ -15,11 +15,14 @@ import type { ServiceConfig } from './config.js';
 
 /** Opens the configured store: PostgreSQL when a URL is given, else the SQLite file. */
 export async function openStore(
-  config: Pick<ServiceConfig, 'database' | 'databaseUrl' | 'durability'>,
+  config: Pick<ServiceConfig, 'database' | 'databaseUrl' | 'databaseSchema' | 'durability'>,
 ): Promise<Store> {
   if (config.databaseUrl) {
     const { openPostgresStore } = await import('../postgres/index.js');
-    return openPostgresStore({ connectionString: config.databaseUrl });
+    return openPostgresStore({
+      connectionString: config.databaseUrl,
+      ...(config.databaseSchema ? { schema: config.databaseSchema } : {}),
+    });
   }
   const { openSqliteStore } = await import('../sqlite/index.js');
   return openSqliteStore({ filename: config.database, durability: config.durability });

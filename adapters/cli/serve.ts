@@ -72,7 +72,7 @@ export async function startService(
     rateLimit: config.rateLimit === 0 ? false : { ratePerSecond: config.rateLimit },
     ttlStore,
     metrics: createMetrics({ defaults: true }),
-    mcp: createMcpHttpHandler({ gatehouse }),
+    mcp: createMcpHttpHandler({ gatehouse, logger: log, maxBodyBytes: config.maxBodyBytes }),
   });
   let server: RunningServer;
   try {

@@ -31,10 +31,21 @@ export async function startHttpServer(
   options: ServerOptions = {},
 ): Promise<RunningServer> {
   const host = options.host ?? '127.0.0.1';
-  const server = serve({ fetch, hostname: host, port: options.port ?? 8787 });
+  const headersTimeout = options.headersTimeoutMs ?? 10_000;
+  const requestTimeout = options.requestTimeoutMs ?? 30_000;
+  const server = serve({
+    fetch,
+    hostname: host,
+    port: options.port ?? 8787,
+    serverOptions: {
+      headersTimeout,
+      requestTimeout,
+      // Node checks both timeouts only this often (default 30 s), so a slow client would keep
+      // its socket up to 30 s past them; check at a quarter of the shorter one, at most every 1 s.
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.min(headersTimeout, requestTimeout) / 4)),
+    },
+  });
   const http = server as unknown as import('node:http').Server;
-  http.headersTimeout = options.headersTimeoutMs ?? 10_000;
-  http.requestTimeout = options.requestTimeoutMs ?? 30_000;
   await new Promise<void>((resolve, reject) => {
     if (http.listening) resolve();
     http.once('listening', resolve);

@@ -5,8 +5,8 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import {
-  classify,
   type Conflict,
+  classify,
   type Decision,
   type HistoryEvent,
   type HistoryPage,
@@ -28,14 +28,17 @@ export function toolSuccess(structured: Record<string, unknown>, text: string): 
 export function toolError(thrown: unknown, logger: Logger | undefined, tool: string): CallToolResult {
   const error = toGatehouseError(thrown);
   if (error.code === 'internal') logger?.error({ err: error.cause ?? thrown, tool }, 'MCP tool failed');
-  const details = error.errors.length > 1 ? error.errors.map((e) => `\n- ${e.path}: ${e.message}`).join('') : '';
+  const details =
+    error.errors.length > 1 ? error.errors.map((e) => `\n- ${e.path}: ${e.message}`).join('') : '';
   return { isError: true, content: [{ type: 'text', text: `${error.code}: ${error.message}${details}` }] };
 }
 
-const shown = (item: Pick<StateItem, 'value' | 'sensitivity'>) => JSON.stringify(maskValue(item.value, item.sensitivity));
+const shown = (item: Pick<StateItem, 'value' | 'sensitivity'>) =>
+  JSON.stringify(maskValue(item.value, item.sensitivity));
 
 /** A value of `key` for the text, quoted, masked when it is a secret (the text may end up in a transcript). */
-const shownValue = (key: string, value: string) => JSON.stringify(maskValue(value, classify(key, value).sensitivity));
+const shownValue = (key: string, value: string) =>
+  JSON.stringify(maskValue(value, classify(key, value).sensitivity));
 
 /** `budget.limit = "5000" (fact from user_input, trust 3, version 1)` */
 function describeItem(item: StateItem): string {

@@ -23,14 +23,26 @@ type SessionField = z.ZodType<string | undefined, string | undefined>;
  * The contract's session ID, required, with a missing-field message that says why it is required
  * (the SDK rejects the call with it before the tool runs).
  */
-const RequiredSessionIdSchema = SessionIdSchema.clone({
-  ...SessionIdSchema.def,
-  error: (issue) =>
-    issue.input === undefined ? 'session_id is required (this server has no default session)' : undefined,
-});
+const missingSession: z.core.$ZodErrorMap = (issue) =>
+  issue.input === undefined ? 'session_id is required (this server has no default session)' : undefined;
+const RequiredSessionIdSchema = SessionIdSchema.clone({ ...SessionIdSchema.def, error: missingSession });
 
-/** Builds every tool schema for a server with or without a default session. */
-export function buildToolSchemas(hasDefaultSession: boolean) {
+/** The schemas of every tool. */
+export type ToolSchemas = ReturnType<typeof buildToolSchemas>;
+
+const built = new Map<boolean, ToolSchemas>();
+
+/** Every tool schema for a server with or without a default session (built once per variant). */
+export function toolSchemas(hasDefaultSession: boolean): ToolSchemas {
+  let schemas = built.get(hasDefaultSession);
+  if (!schemas) {
+    schemas = buildToolSchemas(hasDefaultSession);
+    built.set(hasDefaultSession, schemas);
+  }
+  return schemas;
+}
+
+function buildToolSchemas(hasDefaultSession: boolean) {
   const session: SessionField = hasDefaultSession ? SessionIdSchema.optional() : RequiredSessionIdSchema;
   return {
     recordStateInput: RecordStateInputSchema.extend({ session_id: session }),

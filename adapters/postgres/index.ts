@@ -3,13 +3,5 @@
  * database. Same tables, rules and contract as `gatehouse/sqlite`.
  */
 
-/** The versioned schema migrations, applied in order by {@link openPostgresStore}. */
 export { POSTGRES_MIGRATIONS } from './migrations.js';
-export {
-  /** Opens (creating and migrating as needed) a PostgreSQL store. */
-  openPostgresStore,
-  /** The PostgreSQL Store, with its `pg.Pool`. */
-  type PostgresStore,
-  /** Options for {@link openPostgresStore}. */
-  type PostgresStoreOptions,
-} from './postgresStore.js';
+export { openPostgresStore, type PostgresStore, type PostgresStoreOptions } from './postgresStore.js';

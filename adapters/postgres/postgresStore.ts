@@ -7,7 +7,9 @@
  *   is no row yet to lock;
  * - a tenant's chain head is locked by an upsert that takes the row lock and returns the newest
  *   committed head, so appends of one tenant serialise and `seq` stays gap-free;
- * - webhook deliveries are claimed with `FOR UPDATE SKIP LOCKED` and a lease.
+ * - webhook deliveries are claimed with `FOR UPDATE SKIP LOCKED` and a lease;
+ * - a dump reads one REPEATABLE READ snapshot; a load locks the history tables and runs in one
+ *   transaction.
  */
 import pg from 'pg';
 import {
@@ -17,10 +19,13 @@ import {
   type ConflictQuery,
   type Delivery,
   type DeliveryAttempt,
+  type DumpRecord,
   type EventQuery,
   GatehouseError,
   type HistoryEvent,
   type NewDelivery,
+  STORE_TABLE_KEYS,
+  STORE_TABLES,
   type StateItem,
   type Store,
   type StoredApiKey,
@@ -97,6 +102,12 @@ const num = (v: unknown): number => Number(v);
 const strOrNull = (v: unknown): string | null => (v == null ? null : String(v));
 const numOrNull = (v: unknown): number | null => (v == null ? null : Number(v));
 const json = <T>(v: unknown): T => JSON.parse(v as string) as T;
+// Most items carry no metadata: skip the parser for the stored empty object.
+const metadataOf = (v: unknown): Record<string, unknown> => (v === '{}' ? {} : json(v));
+/** Type OIDs of int2, int4 and int8: dumped as numbers, whatever the driver hands back. */
+const INTEGER_TYPES = new Set([20, 21, 23]);
+/** Rows per INSERT when loading a dump (PostgreSQL allows 65535 parameters per statement). */
+const LOAD_BATCH_ROWS = 500;
 
 function rowToItem(r: Row): StateItem {
   return {
@@ -110,7 +121,7 @@ function rowToItem(r: Row): StateItem {
     category: str(r['category']),
     version: num(r['version']),
     status: r['status'] as StateItem['status'],
-    metadata: json(r['metadata']),
+    metadata: metadataOf(r['metadata']),
     updated_at: str(r['updated_at']),
   };
 }
@@ -490,35 +501,45 @@ function quoteIdent(name: string): string {
 
 /** Creates the schema if needed and applies pending migrations, serialised across instances. */
 async function migrate(pool: pg.Pool, schema: string): Promise<void> {
+  await inTransaction(pool, 'BEGIN', async (client) => {
+    // Two instances starting at once: the second waits here, then finds everything applied.
+    await client.query(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_CLASS}, hashtext($1::text))`, [schema]);
+    // CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege even when the schema exists; look first.
+    const exists = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
+    if (exists.rowCount === 0) await client.query(`CREATE SCHEMA ${quoteIdent(schema)}`);
+    await client.query(`SET LOCAL search_path TO ${quoteIdent(schema)}`);
+    await client.query(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at text NOT NULL)',
+    );
+    const applied = new Set(
+      (await client.query<Row>('SELECT version FROM schema_migrations')).rows.map((r) => num(r['version'])),
+    );
+    for (const m of POSTGRES_MIGRATIONS) {
+      if (applied.has(m.version)) continue;
+      await client.query(m.sql);
+      await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
+        m.version,
+        m.name,
+        new Date().toISOString(),
+      ]);
+    }
+  });
+}
+
+/** Runs `fn` on one pooled connection between `begin` and COMMIT (ROLLBACK when it throws). */
+async function inTransaction<T>(
+  pool: pg.Pool,
+  begin: string,
+  fn: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
-    await client.query('BEGIN');
+    await client.query(begin);
     try {
-      // Two instances starting at once: the second waits here, then finds everything applied.
-      await client.query(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_CLASS}, hashtext($1::text))`, [
-        schema,
-      ]);
-      // CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege even when the schema exists; look first.
-      const exists = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
-      if (exists.rowCount === 0) await client.query(`CREATE SCHEMA ${quoteIdent(schema)}`);
-      await client.query(`SET LOCAL search_path TO ${quoteIdent(schema)}`);
-      await client.query(
-        'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at text NOT NULL)',
-      );
-      const applied = new Set(
-        (await client.query<Row>('SELECT version FROM schema_migrations')).rows.map((r) => num(r['version'])),
-      );
-      for (const m of POSTGRES_MIGRATIONS) {
-        if (applied.has(m.version)) continue;
-        await client.query(m.sql);
-        await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
-          m.version,
-          m.name,
-          new Date().toISOString(),
-        ]);
-      }
+      const result = await fn(client);
       await client.query('COMMIT');
+      return result;
     } catch (error) {
       await client.query('ROLLBACK').catch((e: Error) => {
         broken = e;
@@ -526,8 +547,18 @@ async function migrate(pool: pg.Pool, schema: string): Promise<void> {
       throw error;
     }
   } finally {
+    // A connection whose ROLLBACK failed is in an unknown state: destroy it, don't pool it.
     client.release(broken);
   }
+}
+
+/** A row as dumped: integer columns as numbers (pg hands int8 back as a string), the rest as is. */
+function dumpRow(row: Row, integers: ReadonlySet<string>): Record<string, string | number | null> {
+  const out: Record<string, string | number | null> = {};
+  for (const [column, value] of Object.entries(row)) {
+    out[column] = value == null ? null : integers.has(column) ? Number(value) : (value as string);
+  }
+  return out;
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
@@ -591,32 +622,20 @@ function createPostgresStore(pool: pg.Pool, schema: string): PostgresStore {
     schema,
     ...createReader(run),
 
-    async transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
-      const client = await pool.connect();
-      let finished = false;
-      // A tx used after its transaction ended would run on a connection that is back in the pool.
-      const txRun: Run = (text, values) => {
-        if (finished) return Promise.reject(new Error('This transaction has already ended.'));
-        return client.query<Row>(text, values);
-      };
-      let broken: Error | undefined;
-      try {
-        await client.query('BEGIN');
+    transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+      return inTransaction(pool, 'BEGIN', async (client) => {
+        let finished = false;
+        // A tx used after its transaction ended would run on a connection that is back in the pool.
+        const txRun: Run = (text, values) => {
+          if (finished) return Promise.reject(new Error('This transaction has already ended.'));
+          return client.query<Row>(text, values);
+        };
         try {
-          const result = await fn(createTx(txRun, schema));
-          await client.query('COMMIT');
-          return result;
-        } catch (error) {
-          await client.query('ROLLBACK').catch((e: Error) => {
-            broken = e;
-          });
-          throw error;
+          return await fn(createTx(txRun, schema));
+        } finally {
+          finished = true;
         }
-      } finally {
-        finished = true;
-        // A connection whose ROLLBACK failed is in an unknown state: destroy it, don't pool it.
-        client.release(broken);
-      }
+      });
     },
 
     async insertApiKey(k) {
@@ -755,6 +774,122 @@ function createPostgresStore(pool: pg.Pool, schema: string): PostgresStore {
         yield events;
         after = events[events.length - 1]!.seq;
       }
+    },
+    async *dumpRows(options: { pageSize?: number } = {}): AsyncIterable<DumpRecord> {
+      const pageSize = options.pageSize ?? 1000;
+      // One snapshot for the whole dump: other instances keep writing, and a dump whose chain
+      // heads ran ahead of its events would not load into a working store.
+      const client = await pool.connect();
+      let open = false;
+      let broken: Error | undefined;
+      try {
+        await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+        open = true;
+        for (const table of STORE_TABLES) {
+          const keys = STORE_TABLE_KEYS[table];
+          const order = keys.join(', ');
+          let after: unknown[] | undefined;
+          for (;;) {
+            const values = [...(after ?? []), pageSize];
+            const where = after ? `WHERE (${order}) > (${keys.map((_, i) => `$${i + 1}`).join(', ')})` : '';
+            const result = await client.query<Row>(
+              `SELECT * FROM ${table} ${where} ORDER BY ${order} LIMIT $${values.length}`,
+              values,
+            );
+            const integers = new Set(
+              result.fields.filter((f) => INTEGER_TYPES.has(f.dataTypeID)).map((f) => f.name),
+            );
+            for (const row of result.rows) yield { table, row: dumpRow(row, integers) };
+            if (result.rows.length < pageSize) break;
+            const last = result.rows[result.rows.length - 1]!;
+            after = keys.map((k) => last[k]);
+          }
+        }
+        open = false;
+        await client.query('COMMIT').catch((e: Error) => {
+          broken = e;
+          throw e;
+        });
+      } finally {
+        // Also reached when the consumer stops early (`break` out of `for await`) or a read fails.
+        if (open) {
+          await client.query('ROLLBACK').catch((e: Error) => {
+            broken = e;
+          });
+        }
+        client.release(broken);
+      }
+    },
+    loadRows(rows: AsyncIterable<DumpRecord>): Promise<number> {
+      return inTransaction(pool, 'BEGIN', async (client) => {
+        // Serialises against writers and against another load into the same schema: the second
+        // load waits, then finds the store used.
+        await client.query('LOCK TABLE events, api_keys, chain_heads IN SHARE ROW EXCLUSIVE MODE');
+        const used = await client.query<Row>(
+          'SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM api_keys) AS n',
+        );
+        if (num(used.rows[0]!['n']) > 0) {
+          throw new GatehouseError(
+            'invalid_request',
+            'The target database is not empty: load a dump only into a new one.',
+          );
+        }
+        const columns = new Map<string, Set<string>>();
+        const known = await client.query<Row>(
+          'SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = $1',
+          [schema],
+        );
+        for (const r of known.rows) {
+          const table = str(r['table_name']);
+          if (!columns.has(table)) columns.set(table, new Set());
+          columns.get(table)!.add(str(r['column_name']));
+        }
+        const tables = new Set<string>(STORE_TABLES);
+        let count = 0;
+        let batch:
+          | { table: string; cols: string[]; signature: string; rows: DumpRecord['row'][] }
+          | undefined;
+        const flush = async () => {
+          if (!batch || batch.rows.length === 0) return;
+          const { table, cols } = batch;
+          const values: unknown[] = [];
+          const tuples = batch.rows.map((row) => {
+            const start = values.length;
+            for (const c of cols) values.push(row[c] ?? null);
+            return `(${cols.map((_, i) => `$${start + i + 1}`).join(', ')})`;
+          });
+          await client.query(
+            `INSERT INTO ${quoteIdent(table)} (${cols.map(quoteIdent).join(', ')}) VALUES ${tuples.join(', ')}`,
+            values,
+          );
+          count += batch.rows.length;
+          batch.rows = [];
+        };
+        for await (const { table, row } of rows) {
+          const cols = Object.keys(row);
+          const signature = `${table}(${cols.join(',')})`;
+          if (batch?.signature !== signature) {
+            // Table and column names go into the SQL text: only known ones get that far.
+            const allowed = columns.get(table);
+            if (!tables.has(table) || !allowed) {
+              throw new GatehouseError('invalid_request', `Unknown table '${table}' in the dump.`);
+            }
+            const unknown = cols.filter((c) => !allowed.has(c));
+            if (unknown.length > 0) {
+              throw new GatehouseError(
+                'invalid_request',
+                `Unknown column(s) ${unknown.join(', ')} of ${table} in the dump.`,
+              );
+            }
+            await flush();
+            batch = { table, cols, signature, rows: [] };
+          }
+          batch.rows.push(row);
+          if (batch.rows.length >= LOAD_BATCH_ROWS) await flush();
+        }
+        await flush();
+        return count;
+      });
     },
     async listTenants() {
       // seq > 0: a head still at its placeholder belongs to a tenant without events.

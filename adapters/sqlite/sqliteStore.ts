@@ -13,6 +13,7 @@ import type {
   ConflictQuery,
   Delivery,
   DeliveryAttempt,
+  DumpRecord,
   EventQuery,
   HistoryEvent,
   NewDelivery,
@@ -23,6 +24,7 @@ import type {
   StoredWebhook,
   StoreTx,
 } from '../../src/index.js';
+import { GatehouseError, STORE_TABLE_KEYS, STORE_TABLES } from '../../src/index.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 
 /** Options for {@link openSqliteStore}. */
@@ -52,6 +54,8 @@ const num = (v: unknown): number => Number(v);
 const strOrNull = (v: unknown): string | null => (v == null ? null : String(v));
 const numOrNull = (v: unknown): number | null => (v == null ? null : Number(v));
 const json = <T>(v: unknown): T => JSON.parse(v as string) as T;
+// Most items carry no metadata: skip the parser for the stored empty object.
+const metadataOf = (v: unknown): Record<string, unknown> => (v === '{}' ? {} : json(v));
 
 function rowToItem(r: Row, currentVersion?: number): StateItem {
   const version = num(r['version']);
@@ -67,9 +71,39 @@ function rowToItem(r: Row, currentVersion?: number): StateItem {
     category: str(r['category']),
     version,
     status: status ?? (currentVersion === version ? 'current' : 'superseded'),
-    metadata: json(r['metadata']),
+    metadata: metadataOf(r['metadata']),
     updated_at: str(r['updated_at']),
   };
+}
+
+/** Sessions whose current items `#itemsCache` keeps; the oldest entry goes first. */
+const ITEMS_CACHE_SESSIONS = 256;
+
+/** Unambiguous for any tenant and session strings. */
+const sessionCacheKey = (tenantId: string, sessionId: string): string =>
+  `${tenantId.length}:${tenantId}${sessionId}`;
+
+/** Items from the positional rows of `#listItemRows`; fresh objects on every call. */
+function itemsFromRows(sessionId: string, rows: unknown[][]): StateItem[] {
+  const items: StateItem[] = new Array(rows.length);
+  for (let n = 0; n < rows.length; n += 1) {
+    const r = rows[n]!;
+    items[n] = {
+      session_id: sessionId,
+      key: r[0] as string,
+      value: r[1] as string,
+      type: r[2] as string,
+      source: r[3] as string,
+      trust: num(r[4]),
+      sensitivity: r[5] as StateItem['sensitivity'],
+      category: r[6] as string,
+      version: num(r[7]),
+      status: r[8] as StateItem['status'],
+      metadata: metadataOf(r[9]),
+      updated_at: r[10] as string,
+    };
+  }
+  return items;
 }
 
 function rowToConflict(r: Row): Conflict {
@@ -198,6 +232,24 @@ class SqliteStoreImpl implements SqliteStore {
   readonly #db: Database.Database;
   readonly #mutex = new Mutex();
   readonly #stmts = new Map<string, Database.Statement>();
+  readonly #rawStmts = new Map<string, Database.Statement>();
+  readonly #writeStmts = new Map<string, { run(...args: unknown[]): Database.RunResult }>();
+  /** Built once: a transaction hands out the same object each time. */
+  readonly #txApi: StoreTx = this.#tx();
+  /**
+   * The current items of recently evaluated sessions, as the rows `#listItems` reads (an
+   * evaluation reads the whole session each time; most sessions change far less often than they
+   * are evaluated). Trusted only while nothing wrote behind the store's back:
+   * - another connection, in this process or any other, committing: `PRAGMA data_version` moves;
+   * - this connection writing other than through the statements below, which count their changes:
+   *   `total_changes()` moves past the count (raw SQL on `database`, a rolled-back transaction).
+   * Either empties the whole cache; the store's own item writes drop their session's entry.
+   */
+  readonly #itemsCache = new Map<string, unknown[][]>();
+  #dataVersionStmt: Database.Statement | undefined;
+  #totalChangesStmt: Database.Statement | undefined;
+  #expectedChanges = -1;
+  #expectedDataVersion = -1;
   #closed = false;
 
   constructor(db: Database.Database) {
@@ -215,6 +267,51 @@ class SqliteStoreImpl implements SqliteStore {
       this.#stmts.set(sql, s);
     }
     return s;
+  }
+
+  /** A cached statement returning rows as arrays, in the column order of its SELECT. */
+  #raw(sql: string): Database.Statement {
+    let s = this.#rawStmts.get(sql);
+    if (!s) {
+      s = this.#db.prepare(sql).raw(true);
+      this.#rawStmts.set(sql, s);
+    }
+    return s;
+  }
+
+  /** A cached write statement whose `run` counts its changes (see `#itemsCache`). */
+  #w(sql: string): { run(...args: unknown[]): Database.RunResult } {
+    let w = this.#writeStmts.get(sql);
+    if (!w) {
+      const stmt = this.#db.prepare(sql);
+      w = {
+        run: (...args: unknown[]) => {
+          const info = stmt.run(...args);
+          this.#expectedChanges += info.changes;
+          return info;
+        },
+      };
+      this.#writeStmts.set(sql, w);
+    }
+    return w;
+  }
+
+  /** Empties the items cache unless the database is exactly as this store last left it. */
+  #validateItemsCache(): void {
+    // Two statements: measured faster than one SELECT over pragma_data_version.
+    this.#totalChangesStmt ??= this.#db.prepare('SELECT total_changes()').pluck();
+    this.#dataVersionStmt ??= this.#db.prepare('PRAGMA data_version').pluck();
+    const changes = this.#totalChangesStmt.get() as number;
+    const dataVersion = this.#dataVersionStmt.get() as number;
+    if (changes !== this.#expectedChanges || dataVersion !== this.#expectedDataVersion) {
+      this.#itemsCache.clear();
+      this.#expectedChanges = changes;
+      this.#expectedDataVersion = dataVersion;
+    }
+  }
+
+  #forgetSession(tenantId: string, sessionId: string): void {
+    this.#itemsCache.delete(sessionCacheKey(tenantId, sessionId));
   }
 
   #read<T>(fn: () => T): Promise<T> {
@@ -249,13 +346,34 @@ class SqliteStoreImpl implements SqliteStore {
     return rows.map((r) => (current && num(r['version']) === current.version ? current : rowToItem(r, -1)));
   }
 
-  #listItems(tenantId: string, sessionId: string): StateItem[] {
-    const rows = this.#q(
-      `SELECT v.*, i.status FROM state_items i
+  #listItemRows(tenantId: string, sessionId: string): unknown[][] {
+    // Runs on every evaluation: positional rows of the columns an item needs (no row objects to
+    // build and read back, no tenant and session strings copied out 50 times).
+    return this.#raw(
+      `SELECT v.key, v.value, v.type, v.source, v.trust, v.sensitivity, v.category, v.version, i.status, v.metadata, v.updated_at
+       FROM state_items i
        JOIN state_versions v ON v.tenant_id = i.tenant_id AND v.session_id = i.session_id AND v.key = i.key AND v.version = i.version
        WHERE i.tenant_id = ? AND i.session_id = ? ORDER BY i.key`,
-    ).all(tenantId, sessionId) as Row[];
-    return rows.map((r) => rowToItem(r));
+    ).all(tenantId, sessionId) as unknown[][];
+  }
+
+  #listItems(tenantId: string, sessionId: string): StateItem[] {
+    return itemsFromRows(sessionId, this.#listItemRows(tenantId, sessionId));
+  }
+
+  /** `#listItems` outside a transaction, through the cache. */
+  #listItemsCached(tenantId: string, sessionId: string): StateItem[] {
+    this.#validateItemsCache();
+    const key = sessionCacheKey(tenantId, sessionId);
+    let rows = this.#itemsCache.get(key);
+    if (!rows) {
+      rows = this.#listItemRows(tenantId, sessionId);
+      if (this.#itemsCache.size >= ITEMS_CACHE_SESSIONS) {
+        this.#itemsCache.delete(this.#itemsCache.keys().next().value!);
+      }
+      this.#itemsCache.set(key, rows);
+    }
+    return itemsFromRows(sessionId, rows);
   }
 
   #getConflict(tenantId: string, conflictId: string): Conflict | null {
@@ -367,7 +485,7 @@ class SqliteStoreImpl implements SqliteStore {
     return this.#read(() => this.#listItemVersions(t, s, k));
   }
   listItems(t: string, s: string) {
-    return this.#read(() => this.#listItems(t, s));
+    return this.#read(() => this.#listItemsCached(t, s));
   }
   getConflict(t: string, id: string) {
     return this.#read(() => this.#getConflict(t, id));
@@ -399,20 +517,31 @@ class SqliteStoreImpl implements SqliteStore {
 
   transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
     return this.#mutex.run(async () => {
-      this.#db.exec('BEGIN IMMEDIATE');
+      this.#q('BEGIN IMMEDIATE').run();
       try {
-        const result = await fn(this.#tx());
-        this.#db.exec('COMMIT');
+        const result = await fn(this.#txApi);
+        this.#q('COMMIT').run();
         return result;
       } catch (error) {
-        if (this.#db.inTransaction) this.#db.exec('ROLLBACK');
+        if (this.#db.inTransaction) this.#q('ROLLBACK').run();
+        // The statements counted changes that are now undone: start the cache afresh.
+        this.#itemsCache.clear();
+        this.#expectedChanges = -1;
         throw error;
       }
     });
   }
 
   #tx(): StoreTx {
-    const p = <T>(fn: () => T): Promise<T> => Promise.resolve().then(fn);
+    // Inside a transaction the mutex is already held: run the statement now and hand back a
+    // settled promise (a throw becomes a rejection, as the Store contract expects).
+    const p = <T>(fn: () => T): Promise<T> => {
+      try {
+        return Promise.resolve(fn());
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    };
     return {
       getItem: (t, s, k) => p(() => this.#getItem(t, s, k)),
       lockItem: (t, s, k) => p(() => this.#getItem(t, s, k)),
@@ -428,7 +557,8 @@ class SqliteStoreImpl implements SqliteStore {
       listDeliveries: (t, w, q) => p(() => this.#listDeliveries(t, w, q)),
       insertItemVersion: (t, item) =>
         p(() => {
-          this.#q(
+          this.#forgetSession(t, item.session_id);
+          this.#w(
             `INSERT INTO state_versions (tenant_id, session_id, key, version, value, type, source, trust, sensitivity, category, metadata, updated_at)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
           ).run(
@@ -445,7 +575,7 @@ class SqliteStoreImpl implements SqliteStore {
             JSON.stringify(item.metadata),
             item.updated_at,
           );
-          this.#q(
+          this.#w(
             `INSERT INTO state_items (tenant_id, session_id, key, version, status) VALUES (?, ?, ?, ?, ?)
                ON CONFLICT (tenant_id, session_id, key) DO UPDATE SET version = excluded.version, status = excluded.status`,
           ).run(
@@ -458,7 +588,8 @@ class SqliteStoreImpl implements SqliteStore {
         }),
       setItemStatus: (t, s, k, status) =>
         p(() => {
-          this.#q('UPDATE state_items SET status = ? WHERE tenant_id = ? AND session_id = ? AND key = ?').run(
+          this.#forgetSession(t, s);
+          this.#w('UPDATE state_items SET status = ? WHERE tenant_id = ? AND session_id = ? AND key = ?').run(
             status,
             t,
             s,
@@ -467,7 +598,7 @@ class SqliteStoreImpl implements SqliteStore {
         }),
       insertConflict: (t, c) =>
         p(() => {
-          this.#q(
+          this.#w(
             `INSERT INTO conflicts (conflict_id, tenant_id, session_id, key, status, body, resolution, created_at, resolved_at)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
           ).run(
@@ -484,7 +615,7 @@ class SqliteStoreImpl implements SqliteStore {
         }),
       updateConflict: (t, id, patch) =>
         p(() => {
-          this.#q(
+          this.#w(
             'UPDATE conflicts SET status = ?, resolution = ?, resolved_at = ? WHERE tenant_id = ? AND conflict_id = ?',
           ).run(patch.status, patch.resolution, patch.resolved_at, t, id);
         }),
@@ -497,7 +628,7 @@ class SqliteStoreImpl implements SqliteStore {
         }),
       appendEvent: (t, e) =>
         p(() => {
-          this.#q(
+          this.#w(
             `INSERT INTO events (tenant_id, seq, event_id, type, session_id, decision_id, occurred_at, data, prev_hash, hash)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
           ).run(
@@ -512,14 +643,14 @@ class SqliteStoreImpl implements SqliteStore {
             e.prev_hash,
             e.hash,
           );
-          this.#q(
+          this.#w(
             `INSERT INTO chain_heads (tenant_id, seq, hash) VALUES (?, ?, ?)
                ON CONFLICT (tenant_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash`,
           ).run(t, e.seq, e.hash);
         }),
       insertDeliveries: (t, rows: NewDelivery[]) =>
         p(() => {
-          const stmt = this.#q(
+          const stmt = this.#w(
             `INSERT INTO deliveries (delivery_id, tenant_id, webhook_id, event_id, event_type, status, attempts, next_attempt_at, created_at, updated_at)
              VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
           );
@@ -538,7 +669,7 @@ class SqliteStoreImpl implements SqliteStore {
         }),
       insertWebhook: (t, w) =>
         p(() => {
-          this.#q(
+          this.#w(
             `INSERT INTO webhooks (id, tenant_id, url, events, filter, description, status, secrets, created_at, updated_at)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
           ).run(
@@ -559,14 +690,14 @@ class SqliteStoreImpl implements SqliteStore {
           const current = this.#getWebhook(t, id);
           if (!current) return;
           const next = { ...current, ...patch };
-          this.#q(
+          this.#w(
             'UPDATE webhooks SET status = ?, secrets = ?, updated_at = ? WHERE tenant_id = ? AND id = ?',
           ).run(next.status, JSON.stringify(next.secrets), next.updated_at, t, id);
         }),
       deleteWebhook: (t, id) =>
         p(() => {
-          const info = this.#q('DELETE FROM webhooks WHERE tenant_id = ? AND id = ?').run(t, id);
-          this.#q(`DELETE FROM deliveries WHERE tenant_id = ? AND webhook_id = ? AND status = 'pending'`).run(
+          const info = this.#w('DELETE FROM webhooks WHERE tenant_id = ? AND id = ?').run(t, id);
+          this.#w(`DELETE FROM deliveries WHERE tenant_id = ? AND webhook_id = ? AND status = 'pending'`).run(
             t,
             id,
           );
@@ -574,7 +705,7 @@ class SqliteStoreImpl implements SqliteStore {
         }),
       resetDelivery: (t, id, nextAttemptAt, updatedAt) =>
         p(() => {
-          this.#q(
+          this.#w(
             `UPDATE deliveries SET status = 'pending', next_attempt_at = ?, lease_until = NULL, updated_at = ?, delivered_at = NULL
                WHERE tenant_id = ? AND delivery_id = ?`,
           ).run(nextAttemptAt, updatedAt, t, id);
@@ -586,7 +717,7 @@ class SqliteStoreImpl implements SqliteStore {
 
   insertApiKey(k: StoredApiKey): Promise<void> {
     return this.#read(() => {
-      this.#q(
+      this.#w(
         `INSERT INTO api_keys (id, tenant_id, name, prefix, hash, scopes, sources, created_at, revoked_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ).run(
@@ -622,7 +753,7 @@ class SqliteStoreImpl implements SqliteStore {
   revokeApiKey(keyId: string, at: string): Promise<boolean> {
     return this.#read(
       () =>
-        this.#q('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(at, keyId)
+        this.#w('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(at, keyId)
           .changes > 0,
     );
   }
@@ -649,6 +780,7 @@ class SqliteStoreImpl implements SqliteStore {
              ORDER BY d.next_attempt_at LIMIT ?)
            RETURNING *`,
         ).all(options.leaseUntil, options.now, options.now, options.limit) as Row[];
+        this.#expectedChanges += rows.length; // one changed row per returned row (see #itemsCache)
         return rows.map((r) => {
           const tenantId = str(r['tenant_id']);
           const webhook = this.#getWebhook(tenantId, str(r['webhook_id']));
@@ -662,7 +794,7 @@ class SqliteStoreImpl implements SqliteStore {
 
   recordDeliveryAttempt(tenantId: string, deliveryId: string, a: DeliveryAttempt): Promise<void> {
     return this.#read(() => {
-      this.#q(
+      this.#w(
         `UPDATE deliveries SET status = ?, attempts = ?, next_attempt_at = ?, last_status_code = ?, last_error = ?,
            delivered_at = ?, updated_at = ?, lease_until = NULL
          WHERE tenant_id = ? AND delivery_id = ?`,
@@ -682,7 +814,7 @@ class SqliteStoreImpl implements SqliteStore {
 
   disableWebhook(tenantId: string, webhookId: string, at: string): Promise<void> {
     return this.#read(() => {
-      this.#q(`UPDATE webhooks SET status = 'disabled', updated_at = ? WHERE tenant_id = ? AND id = ?`).run(
+      this.#w(`UPDATE webhooks SET status = 'disabled', updated_at = ? WHERE tenant_id = ? AND id = ?`).run(
         at,
         tenantId,
         webhookId,
@@ -721,6 +853,94 @@ class SqliteStoreImpl implements SqliteStore {
       yield events;
       after = events[events.length - 1]!.seq;
     }
+  }
+
+  async *dumpRows(options: { pageSize?: number } = {}): AsyncIterable<DumpRecord> {
+    const pageSize = options.pageSize ?? 1000;
+    // One read transaction for the whole dump, so it is one snapshot even while another process
+    // writes (WAL). This store's other operations wait until the dump is consumed or abandoned.
+    let release!: () => void;
+    let acquired!: () => void;
+    const gotLock = new Promise<void>((resolve) => {
+      acquired = resolve;
+    });
+    const held = this.#mutex.run(
+      () =>
+        new Promise<void>((resolve) => {
+          release = resolve;
+          acquired();
+        }),
+    );
+    await gotLock;
+    this.#db.exec('BEGIN');
+    try {
+      for (const table of STORE_TABLES) {
+        const keys = STORE_TABLE_KEYS[table];
+        const order = keys.join(', ');
+        let after: unknown[] | undefined;
+        for (;;) {
+          const where = after ? `WHERE (${order}) > (${keys.map(() => '?').join(', ')})` : '';
+          const rows = this.#q(`SELECT * FROM ${table} ${where} ORDER BY ${order} LIMIT ?`).all(
+            ...(after ?? []),
+            pageSize,
+          ) as Array<Record<string, string | number | null>>;
+          for (const row of rows) yield { table, row };
+          if (rows.length < pageSize) break;
+          const last = rows[rows.length - 1]!;
+          after = keys.map((k) => last[k]);
+        }
+      }
+    } finally {
+      if (this.#db.inTransaction) this.#db.exec('COMMIT');
+      release();
+      await held;
+    }
+  }
+
+  loadRows(rows: AsyncIterable<DumpRecord>): Promise<number> {
+    const columns = new Map<string, Set<string>>(
+      STORE_TABLES.map((t) => [
+        t,
+        new Set((this.#db.pragma(`table_info(${t})`) as Row[]).map((c) => str(c['name']))),
+      ]),
+    );
+    // Streams the dump inside one write transaction, holding the connection: all or nothing.
+    return this.#mutex.run(async () => {
+      this.#db.exec('BEGIN IMMEDIATE');
+      try {
+        const used = this.#q(
+          'SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM api_keys) AS n',
+        ).get() as Row;
+        if (num(used['n']) > 0) {
+          throw new GatehouseError(
+            'invalid_request',
+            'The target database is not empty: load a dump only into a new one.',
+          );
+        }
+        let count = 0;
+        for await (const { table, row } of rows) {
+          const known = columns.get(table);
+          const cols = Object.keys(row);
+          if (!known) throw new GatehouseError('invalid_request', `Unknown table '${table}' in the dump.`);
+          const unknown = cols.filter((c) => !known.has(c));
+          if (unknown.length > 0) {
+            throw new GatehouseError(
+              'invalid_request',
+              `Unknown column(s) ${unknown.join(', ')} of ${table} in the dump.`,
+            );
+          }
+          this.#q(`INSERT INTO ${table} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`).run(
+            ...cols.map((c) => row[c]),
+          );
+          count += 1;
+        }
+        this.#db.exec('COMMIT');
+        return count;
+      } catch (error) {
+        if (this.#db.inTransaction) this.#db.exec('ROLLBACK');
+        throw error;
+      }
+    });
   }
 
   listTenants(): Promise<string[]> {

@@ -102,6 +102,103 @@ class CelConflict {
   }
 }
 
+/**
+ * The most list elements and map entries one evaluation may visit, over all its rules and
+ * message placeholders. CEL has no loops, but comprehensions nest: with `params` up to 16 KiB
+ * (some 8,000 list elements), `params.items.exists(a, params.items.exists(b, …))` is 64 million
+ * steps, half a minute of a blocked event loop, and one more level is hours. The budget stops
+ * that after about 100 ms; a rule that runs out fails closed (`policy_error`, its `on_error`
+ * verdict). Linear rules over the largest inputs use a tenth of it.
+ */
+export const CEL_COST_LIMIT = 100_000;
+
+/** Thrown (inside CEL) when an evaluation has used up {@link CEL_COST_LIMIT}. */
+export class CelCostLimitError extends Error {
+  constructor() {
+    super(
+      `evaluation cost limit exceeded (more than ${CEL_COST_LIMIT} list elements and map entries visited)`,
+    );
+    this.name = 'CelCostLimitError';
+  }
+}
+
+/** Counts what an evaluation visits; see {@link CEL_COST_LIMIT}. */
+class CostMeter {
+  #left = CEL_COST_LIMIT;
+
+  /** Throws once the budget is spent, before the caller does the work it is about to pay for. */
+  check(): void {
+    if (this.#left < 0) throw new CelCostLimitError();
+  }
+
+  charge(units: number): void {
+    this.check();
+    this.#left -= units;
+    if (this.#left < 0) throw new CelCostLimitError();
+  }
+
+  get exhausted(): boolean {
+    return this.#left < 0;
+  }
+}
+
+const meters = new WeakMap<object, CostMeter>();
+
+/** True when the evaluation behind `activation` ran out of budget (its results are void). */
+export function celCostExceeded(activation: CelActivation): boolean {
+  return meters.get(activation)?.exhausted ?? false;
+}
+
+const isIndex = (prop: string | symbol): boolean => {
+  if (typeof prop !== 'string' || prop.length === 0) return false;
+  const c = prop.charCodeAt(0);
+  return c >= 48 && c <= 57;
+};
+
+/**
+ * Wraps caller data so that every list element read and every map key enumeration is charged to
+ * `meter`. Lazy: a nested object is wrapped when it is read, once per evaluation. Only arrays and
+ * plain (or null-prototype) objects are wrapped; the state item and conflict classes are not.
+ */
+function metered(meter: CostMeter): <T>(value: T) => T {
+  const proxies = new WeakMap<object, object>();
+  const wrap = <T>(value: T): T => {
+    if (value === null || typeof value !== 'object') return value;
+    const isArray = Array.isArray(value);
+    if (!isArray) {
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) return value;
+    }
+    let proxy = proxies.get(value);
+    if (proxy === undefined) {
+      proxy = isArray
+        ? new Proxy(value as unknown[], listHandler)
+        : new Proxy(value as Record<string, unknown>, mapHandler);
+      proxies.set(value, proxy);
+    }
+    return proxy as T;
+  };
+  const listHandler: ProxyHandler<unknown[]> = {
+    get(target, prop, receiver) {
+      if (!isIndex(prop)) return Reflect.get(target, prop, receiver);
+      meter.charge(1);
+      return wrap(Reflect.get(target, prop, receiver));
+    },
+  };
+  const mapHandler: ProxyHandler<Record<string, unknown>> = {
+    get(target, prop, receiver) {
+      return wrap(Reflect.get(target, prop, receiver));
+    },
+    ownKeys(target) {
+      meter.check();
+      const keys = Reflect.ownKeys(target);
+      meter.charge(keys.length);
+      return keys;
+    },
+  };
+  return wrap;
+}
+
 /** The variables every rule and message placeholder can read. */
 export interface CelActivation {
   action: string;
@@ -192,13 +289,26 @@ export function compileCel(source: string, options: { bool: boolean }): CelCompi
   if (options.bool && type !== 'bool' && !type.startsWith('dyn')) {
     return { ok: false, message: `A condition must be a bool expression; this one is ${type}`, offset: 0 };
   }
+  const dynamicPattern = findDynamicPattern(parsed.ast);
+  if (dynamicPattern !== undefined) {
+    return {
+      ok: false,
+      message:
+        'matches() needs a literal pattern: a pattern read from params, context or state would let ' +
+        'callers choose a regular expression, and a backtracking one can stall the service',
+      offset: dynamicPattern,
+    };
+  }
   return {
     ok: true,
     program: { source, stringLiterals: collectStringLiterals(parsed.ast), run: parsed },
   };
 }
 
-/** Builds the CEL variables of one evaluation. */
+/**
+ * Builds the CEL variables of one evaluation. `params`, `context`, `state` and `conflicts` are
+ * metered against {@link CEL_COST_LIMIT}; see {@link celCostExceeded}.
+ */
 export function createActivation(input: GateInput): CelActivation {
   // A null-prototype record: a key can never resolve to an inherited property.
   const state: Record<string, CelStateItem> = Object.create(null);
@@ -206,14 +316,18 @@ export function createActivation(input: GateInput): CelActivation {
     const item = input.state[key];
     if (item !== undefined) state[key] = new CelStateItem(item);
   }
-  return {
+  const meter = new CostMeter();
+  const wrap = metered(meter);
+  const activation: CelActivation = {
     action: input.action,
-    params: input.params,
-    context: input.context,
-    state,
-    conflicts: input.conflicts.map((conflict) => new CelConflict(conflict)),
+    params: wrap(input.params),
+    context: wrap(input.context),
+    state: wrap(state),
+    conflicts: wrap(input.conflicts.map((conflict) => new CelConflict(conflict))),
     now: input.now,
   };
+  meters.set(activation, meter);
+  return activation;
 }
 
 /** The CEL type name of an evaluation result, for "returned X, not bool" messages. */
@@ -266,6 +380,41 @@ export function celErrorSummary(error: unknown): string {
 function errorOffset(error: unknown): number {
   const range = (error as { range?: { start?: unknown } } | undefined)?.range;
   return typeof range?.start === 'number' ? range.start : 0;
+}
+
+/**
+ * The offset of the first `matches()` whose pattern is not a string literal. cel-js runs patterns
+ * on the backtracking `RegExp`; a literal is the policy author's choice (the CLI also turns on
+ * V8's linear-time fallback for runaway backtracking), a computed one would be the caller's.
+ */
+function findDynamicPattern(ast: ASTNode): number | undefined {
+  let found: number | undefined;
+  const visit = (node: unknown): void => {
+    if (found !== undefined) return;
+    if (Array.isArray(node)) {
+      for (const child of node) visit(child);
+      return;
+    }
+    if (typeof node !== 'object' || node === null || !('op' in node) || !('args' in node)) return;
+    const { op, args } = node as { op: unknown; args: unknown };
+    if ((op === 'rcall' || op === 'call') && Array.isArray(args) && args[0] === 'matches') {
+      const pattern =
+        op === 'rcall' ? (args[2] as unknown[] | undefined)?.[0] : (args[1] as unknown[] | undefined)?.[1];
+      const literal =
+        typeof pattern === 'object' &&
+        pattern !== null &&
+        (pattern as { op?: unknown }).op === 'value' &&
+        typeof (pattern as { args?: unknown }).args === 'string';
+      if (!literal) {
+        const pos = (pattern as { pos?: unknown } | undefined)?.pos ?? (node as { pos?: unknown }).pos;
+        found = typeof pos === 'number' ? pos : 0;
+        return;
+      }
+    }
+    visit(args);
+  };
+  visit(ast);
+  return found;
 }
 
 function collectStringLiterals(ast: ASTNode): string[] {

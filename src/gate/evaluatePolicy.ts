@@ -7,7 +7,9 @@
 import type { ActionMatcher } from './actionMatcher.js';
 import {
   type CelActivation,
+  CelCostLimitError,
   type CelProgram,
+  celCostExceeded,
   celErrorSummary,
   celTypeName,
   createActivation,
@@ -143,7 +145,13 @@ function runRule(
   try {
     result = rule.condition.run(activation);
   } catch (error) {
-    reportFailure(rule, celErrorSummary(error), target);
+    reportFailure(rule, celCostExceeded(activation) ? costProblem : celErrorSummary(error), target);
+    return;
+  }
+  // `exists`/`all` absorb an element's error when another element decides: a result reached after
+  // the budget ran out rests on elements that were never looked at, so it fails like an error.
+  if (celCostExceeded(activation)) {
+    reportFailure(rule, costProblem, target);
     return;
   }
   if (result === true) {
@@ -157,6 +165,8 @@ function runRule(
     reportFailure(rule, `it returned ${celTypeName(result)}, not bool`, target);
   }
 }
+
+const costProblem = new CelCostLimitError().message;
 
 function reportFailure(rule: CompiledRule, problem: string, target: GateReason[]): void {
   // `on_error: Allow` is the policy author's explicit choice to ignore a failing rule.

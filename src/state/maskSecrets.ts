@@ -3,7 +3,7 @@
  * classify it (with the name it stands under) as secret, or when it equals a value already known
  * to be secret in the session.
  */
-import { classify, maskValue } from './classify.js';
+import { classify, MASKED_SECRET, maskValue } from './classify.js';
 
 const MAX_DEPTH = 32;
 
@@ -22,11 +22,16 @@ export function maskSecrets(
 
 function walk(value: unknown, name: string, known: ReadonlySet<string>, depth: number): unknown {
   if (typeof value === 'string') return maskString(value, name, known);
-  if (value === null || typeof value !== 'object' || depth > MAX_DEPTH) return value;
+  if (value === null || typeof value !== 'object') return value;
+  // Fail closed: what is too deep to inspect is not copied out unmasked. (Inputs are limited to
+  // LIMITS.objectDepth, so only a caller passing its own deeper object ever gets here.)
+  if (depth > MAX_DEPTH) return MASKED_SECRET;
   if (Array.isArray(value)) return value.map((v) => walk(v, name, known, depth + 1));
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = walk(v, `${name}.${k}`, known, depth + 1);
-  return out;
+  // fromEntries defines own properties: a `__proto__` key from JSON.parse stays a key instead of
+  // becoming the copy's prototype (and vanishing from history).
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k, walk(v, `${name}.${k}`, known, depth + 1)]),
+  );
 }
 
 function maskString(value: string, name: string, known: ReadonlySet<string>): string {

@@ -7,7 +7,8 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openPostgresStore, type PostgresStore } from '../../adapters/postgres/index.js';
-import { createGatehouse, type Store } from '../../src/index.js';
+import { openSqliteStore } from '../../adapters/sqlite/index.js';
+import { createGatehouse, type DumpRecord, type Store } from '../../src/index.js';
 import { runStoreContract } from '../store/contract.js';
 
 const url = process.env['GATEHOUSE_TEST_DATABASE_URL'];
@@ -208,6 +209,120 @@ describe.skipIf(!url)('PostgreSQL', () => {
         expect((await store.pool.query('SHOW statement_timeout')).rows[0].statement_timeout).toBe('4321ms');
         const { rows } = await store.pool.query(`SELECT count(*)::int AS n FROM "${schema}".events`);
         expect(rows[0]).toEqual({ n: 1 });
+      } finally {
+        await store.close();
+      }
+    });
+
+    const collect = async (rows: AsyncIterable<DumpRecord>) => {
+      const out: DumpRecord[] = [];
+      for await (const r of rows) out.push(r);
+      return out;
+    };
+
+    it('moves a dump from SQLite to PostgreSQL and back, row for row, chain intact', async () => {
+      const sqlite = openSqliteStore();
+      const pgStore = await open();
+      const back = openSqliteStore();
+      try {
+        const gh = createGatehouse({ store: sqlite });
+        await gh.createWebhook({ url: 'https://hooks.example.com/a', events: ['*'] });
+        await gh.recordState({ ...item('5000'), metadata: { note: 'é ✓ "quoted"' } });
+        await gh.recordState(item('1'));
+        await gh.recordState({ ...item('2'), source: 'tool_output' });
+        await gh.evaluate({ session_id: 's1', action: 'payments.transfer', params: { amount: 12.5 } });
+        const original = await collect(sqlite.dumpRows());
+        expect(await pgStore.loadRows(sqlite.dumpRows())).toBe(original.length);
+        expect(await collect(pgStore.dumpRows({ pageSize: 3 }))).toEqual(original);
+        expect((await createGatehouse({ store: pgStore }).verifyHistory()).ok).toBe(true);
+        expect(await back.loadRows(pgStore.dumpRows())).toBe(original.length);
+        expect(await collect(back.dumpRows())).toEqual(original);
+      } finally {
+        await sqlite.close();
+        await pgStore.close();
+        await back.close();
+      }
+    });
+
+    it('loads large tables in batches and refuses unknown tables and columns', async () => {
+      const store = await open();
+      try {
+        const versions: DumpRecord[] = Array.from({ length: 1234 }, (_, i) => ({
+          table: 'state_versions',
+          row: {
+            tenant_id: 'default',
+            session_id: 's1',
+            key: `k.n${String(i).padStart(5, '0')}`,
+            version: 1,
+            value: String(i),
+            type: 'fact',
+            source: 'user_input',
+            trust: 3,
+            sensitivity: 'public',
+            category: 'k',
+            metadata: '{}',
+            updated_at: '2026-01-01T00:00:00.000Z',
+          },
+        }));
+        const items: DumpRecord[] = versions.map(({ row }) => ({
+          table: 'state_items',
+          row: { tenant_id: 'default', session_id: 's1', key: row['key']!, version: 1, status: 'current' },
+        }));
+        async function* rows() {
+          yield* versions;
+          yield* items;
+        }
+        expect(await store.loadRows(rows())).toBe(2468);
+        expect(await store.listItems('default', 's1')).toHaveLength(1234);
+        expect(await collect(store.dumpRows({ pageSize: 500 }))).toEqual([...versions, ...items]);
+
+        const empty = await open();
+        try {
+          async function* bad(record: DumpRecord) {
+            yield record;
+          }
+          const evil = { table: 'events; DROP TABLE events', row: {} } as unknown as DumpRecord;
+          await expect(empty.loadRows(bad(evil))).rejects.toMatchObject({ code: 'invalid_request' });
+          const badColumn = { table: 'api_keys', row: { 'id) VALUES (1); --': 'x' } } as DumpRecord;
+          await expect(empty.loadRows(bad(badColumn))).rejects.toMatchObject({ code: 'invalid_request' });
+          expect(await collect(empty.dumpRows())).toEqual([]);
+        } finally {
+          await empty.close();
+        }
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('dumps one consistent snapshot while another instance keeps appending', async () => {
+      const { stores, ghs, close } = await twoInstances();
+      try {
+        for (let i = 0; i < 5; i++) await ghs[0].recordState({ ...item('1'), key: `k.n${i}` });
+        const dump = stores[0].dumpRows({ pageSize: 1 })[Symbol.asyncIterator]();
+        const first = await dump.next();
+        for (let i = 5; i < 8; i++) await ghs[1].recordState({ ...item('1'), key: `k.n${i}` });
+        const rows = [first.value as DumpRecord];
+        for (let r = await dump.next(); !r.done; r = await dump.next()) rows.push(r.value);
+        const events = rows.filter((r) => r.table === 'events');
+        const [head] = rows.filter((r) => r.table === 'chain_heads');
+        expect(events.map((e) => e.row['seq'])).toEqual([1, 2, 3, 4, 5]);
+        expect(head!.row['seq']).toBe(5);
+      } finally {
+        await close();
+      }
+    });
+
+    it('gives the connection back when a dump is abandoned half-way', async () => {
+      const store = await openPostgresStore({
+        connectionString: url!,
+        schema: freshSchema(),
+        pool: { max: 1, connectionTimeoutMillis: 2000 },
+      });
+      try {
+        const gh = createGatehouse({ store });
+        for (let i = 0; i < 3; i++) await gh.recordState({ ...item('1'), key: `k.n${i}` });
+        for await (const _ of store.dumpRows({ pageSize: 1 })) break;
+        expect(await store.listItems('default', 's1')).toHaveLength(3);
       } finally {
         await store.close();
       }

@@ -450,6 +450,45 @@ export function runStoreContract(factory: StoreFactory): void {
       });
     });
 
+    describe('dump and load', () => {
+      it('moves every row into a new store with the chain intact, and refuses a used one', async () => {
+        await gh.createWebhook({ url: 'https://hooks.example.com/a', events: ['*'] });
+        await gh.recordState(item());
+        await gh.recordState(item({ value: '1', source: 'tool_output' }));
+        await gh.evaluate({ session_id: 's1', action: 'payments.transfer', params: { amount: 1 } });
+        await gh.recordState(item({ key: 'other.key', session_id: 's2' }), { tenantId: 't2' });
+        const collect = async (from: Store) => {
+          const rows = [];
+          for await (const r of from.dumpRows({ pageSize: 2 })) rows.push(r);
+          return rows;
+        };
+        const source = await collect(store);
+        expect(new Set(source.map((r) => r.table))).toEqual(
+          new Set([
+            'webhooks',
+            'state_versions',
+            'state_items',
+            'conflicts',
+            'events',
+            'chain_heads',
+            'deliveries',
+          ]),
+        );
+        const target = await factory.open();
+        try {
+          expect(await target.loadRows(store.dumpRows())).toBe(source.length);
+          expect(await collect(target)).toEqual(source);
+          const moved = createGatehouse({ store: target, policy: gh.policy });
+          expect((await moved.verifyHistory()).ok).toBe(true);
+          expect((await moved.verifyHistory({ tenantId: 't2' })).ok).toBe(true);
+          expect(await moved.getItem('s1', 'budget.limit')).toEqual(await gh.getItem('s1', 'budget.limit'));
+          await expectCode(target.loadRows(store.dumpRows()), 'invalid_request');
+        } finally {
+          await target.close();
+        }
+      });
+    });
+
     describe('api keys', () => {
       it('stores keys by hash, lists by tenant, revokes', async () => {
         const key = {

@@ -254,7 +254,7 @@ function connectOnce(
   connector: buildConnector.connector,
   options: buildConnector.Options,
 ): Promise<{ error: (Error & { code?: string }) | null }> {
-  return new Promise((resolve) => connector(options, (error) => resolve({ error })));
+  return new Promise((resolve) => connector(options, (...args) => resolve({ error: args[0] })));
 }
 
 describe('createGuardedConnector', () => {

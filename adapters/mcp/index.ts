@@ -1,0 +1,13 @@
+/**
+ * `gatehouse/mcp`: Gatehouse as an MCP server. Tools `record_state`, `evaluate_gate`,
+ * `read_history`, `list_state`, `resolve_conflict`; over stdio (`gatehouse mcp`) or stateless
+ * Streamable HTTP (`/mcp` of `gatehouse serve`).
+ */
+export {
+  type CreateMcpServerOptions,
+  createMcpServer,
+  DEFAULT_MCP_SOURCES,
+  type McpCallContext,
+} from './createMcpServer.js';
+export { createMcpHttpHandler, type McpHttpHandler, type McpHttpHandlerOptions } from './httpHandler.js';
+export { runStdioServer, type StdioServerOptions } from './stdioServer.js';

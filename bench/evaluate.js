@@ -1,0 +1,93 @@
+// 1. In-process `evaluate` (realistic policy: 10 action entries, 20 CEL rules; 50 state items in
+// the session) on a SQLite file, against the floor: one bare better-sqlite3 INSERT of an
+// event-sized row per operation, in the same process, with the store's pragmas (WAL,
+// synchronous=NORMAL), interleaved in rounds with the subject.
+
+import Database from 'better-sqlite3';
+import { applyStorePragmas, load, scratchDir } from './lib/env.js';
+import { compareInterleaved } from './lib/measure.js';
+import { BENCH_POLICY_YAML, evaluateRequests, OWNER_SOURCES, sessionItems } from './lib/workload.js';
+
+export const name = 'evaluate';
+export const title = '1. In-process evaluate (SQLite file, 10 actions / 20 CEL rules / 50 items) vs a bare INSERT';
+
+/** A table with the columns and primary key of `events`, and nothing else (no index, no trigger). */
+const FLOOR_TABLE = `CREATE TABLE events (
+  tenant_id TEXT NOT NULL, seq INTEGER NOT NULL, event_id TEXT NOT NULL, type TEXT NOT NULL,
+  session_id TEXT NOT NULL, decision_id TEXT, occurred_at TEXT NOT NULL, data TEXT NOT NULL,
+  prev_hash TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (tenant_id, seq)) WITHOUT ROWID`;
+
+export async function run({ quick }) {
+  const { compilePolicy, createGatehouse } = await load('src/index.js');
+  const { openSqliteStore } = await load('adapters/sqlite/index.js');
+  const scratch = scratchDir('evaluate');
+  try {
+    const store = openSqliteStore({ filename: `${scratch.dir}/gatehouse.db` });
+    const gatehouse = createGatehouse({ store, policy: compilePolicy(BENCH_POLICY_YAML) });
+    const ctx = { allowedSources: OWNER_SOURCES };
+    for (const item of sessionItems('bench')) await gatehouse.recordState(item, ctx);
+    const requests = evaluateRequests('bench');
+
+    // Sanity: every action decides without a policy error, and the rows it writes give the floor its size.
+    for (const r of requests) {
+      const d = await gatehouse.evaluate(r);
+      if (d.reasons.some((x) => x.rule === 'policy_error')) throw new Error(`policy error on ${r.action}: ${d.reason}`);
+    }
+    const rows = store.database
+      .prepare(`SELECT * FROM events WHERE type = 'gate_evaluation' ORDER BY seq DESC LIMIT ?`)
+      .all(requests.length);
+    const floorRows = rows.map((r) => ({ ...r, tenant_id: 'default' }));
+
+    const floorDb = new Database(`${scratch.dir}/floor.db`);
+    applyStorePragmas(floorDb);
+    floorDb.exec(FLOOR_TABLE);
+    const insert = floorDb.prepare('INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+
+    const policy = gatehouse.policy;
+    const items = await store.listItems('default', 'bench');
+    const state = Object.fromEntries(
+      items.map((i) => [i.key, { ...i, number: Number.isFinite(Number(i.value)) ? Number(i.value) : null }]),
+    );
+
+    const results = await compareInterleaved(
+      {
+        floor: {
+          op: (i) => {
+            const r = floorRows[i % floorRows.length];
+            insert.run(r.tenant_id, i + 1, `${r.event_id}${i}`, r.type, r.session_id, r.decision_id, r.occurred_at, r.data, r.prev_hash, r.hash);
+          },
+        },
+        evaluate: { op: (i) => gatehouse.evaluate(requests[i % requests.length]) },
+        policy: {
+          op: (i) => {
+            const r = requests[i % requests.length];
+            policy.evaluate({ action: r.action, params: r.params ?? {}, context: r.context ?? {}, state, conflicts: [], now: new Date() });
+          },
+        },
+      },
+      { rounds: quick ? 2 : 5, msPerRound: quick ? 700 : 1500 },
+    );
+    floorDb.close();
+    await store.close();
+
+    const base = results.floor.ops_per_s;
+    const ratio = results.evaluate.ops_per_s / base;
+    const avgRow = Math.round(floorRows.reduce((a, r) => a + JSON.stringify(r).length, 0) / floorRows.length);
+    return {
+      baseline: 'floor',
+      rows: [
+        { name: 'floor', label: `bare INSERT, ~${avgRow} B row (baseline)`, ...results.floor, ratio: 1 },
+        { name: 'evaluate', label: 'gatehouse.evaluate()', ...results.evaluate, ratio },
+        {
+          name: 'policy_only',
+          label: 'policy.evaluate() alone, no I/O (for scale)',
+          ...results.policy,
+          ratio: results.policy.ops_per_s / base,
+        },
+      ],
+      targets: [{ what: 'evaluate ops/s ÷ floor ops/s', value: ratio, op: '>=', target: 0.5 }],
+    };
+  } finally {
+    scratch.remove();
+  }
+}

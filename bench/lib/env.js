@@ -1,0 +1,35 @@
+// Where the benchmarks load Gatehouse from, and scratch space.
+//
+// GATEHOUSE_BENCH_DIST=<dir> loads another build (a copy of dist/ made before a change, kept under
+// bench/results/ so that node_modules still resolves) for before/after comparisons in one run.
+
+import { mkdirSync, rmSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+export const BENCH_DIR = dirname(dirname(fileURLToPath(import.meta.url)));
+export const REPO_DIR = dirname(BENCH_DIR);
+export const RESULTS_DIR = join(BENCH_DIR, 'results');
+export const DIST_DIR = process.env.GATEHOUSE_BENCH_DIST
+  ? resolve(process.env.GATEHOUSE_BENCH_DIST)
+  : join(REPO_DIR, 'dist');
+
+/** Imports a module of the built package: `load('src/index.js')`, `load('adapters/sqlite/index.js')`. */
+export function load(path) {
+  return import(pathToFileURL(join(DIST_DIR, path)).href);
+}
+
+/** A fresh scratch folder under bench/results/tmp (git-ignored), removed by the returned function. */
+export function scratchDir(name) {
+  const dir = join(RESULTS_DIR, 'tmp', `${name}-${process.pid}-${Date.now().toString(36)}`);
+  mkdirSync(dir, { recursive: true });
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** The pragmas of the SQLite store (adapters/sqlite/sqliteStore.ts), for baselines on bare better-sqlite3. */
+export function applyStorePragmas(db) {
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+}

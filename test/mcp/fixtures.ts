@@ -1,0 +1,30 @@
+/**
+ * Shared fixtures for the MCP tests: a policy with a budget rule, and a Gatehouse on SQLite :memory:.
+ */
+import { openSqliteStore } from '../../adapters/sqlite/index.js';
+import { compilePolicy, createGatehouse, type Gatehouse, type GatehouseOptions } from '../../src/index.js';
+
+/** `payments.*` needs `budget.limit`, and a transfer above it is blocked. */
+export const BUDGET_POLICY_YAML = `
+version: 1
+actions:
+  "payments.*":
+    requires:
+      - key: budget.limit
+    rules:
+      - name: over_budget
+        when: "double(params.amount) > state['budget.limit'].number"
+        verdict: Block
+        message: "Transfer of {params.amount} exceeds the budget of {state['budget.limit'].value}."
+`;
+
+/** A Gatehouse with the budget policy on a private in-memory SQLite store. */
+export function budgetGatehouse(options: Omit<GatehouseOptions, 'store' | 'policy'> = {}): Gatehouse {
+  return createGatehouse({ ...options, store: openSqliteStore(), policy: compilePolicy(BUDGET_POLICY_YAML) });
+}
+
+/** The text of the first content block of a tool result. */
+export function textOf(result: object): string {
+  const content = (result as { content?: Array<{ type: string; text?: string }> }).content;
+  return content?.[0]?.text ?? '';
+}
