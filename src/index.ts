@@ -9,6 +9,7 @@ export {
   authenticateApiKey,
   type CreateApiKeyOptions,
   createApiKey,
+  createFirstApiKey,
   DEFAULT_KEY_SOURCES,
   hashApiKey,
   hasScope,

@@ -171,6 +171,11 @@ export interface StoreTx extends StoreReader {
 /** API keys; looked up by hash across tenants, because the key says which tenant it is. */
 export interface KeyStore {
   insertApiKey(key: StoredApiKey): Promise<void>;
+  /**
+   * Inserts `key` only while no key exists at all, atomically across instances (the bootstrap
+   * admin key of a first start). True when it was inserted.
+   */
+  insertFirstApiKey(key: StoredApiKey): Promise<boolean>;
   findApiKeyByHash(hash: string): Promise<StoredApiKey | null>;
   /** Keys of one tenant, or of all tenants when `tenantId` is undefined. */
   listApiKeys(tenantId?: string): Promise<StoredApiKey[]>;

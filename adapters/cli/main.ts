@@ -5,6 +5,7 @@
 import { once } from 'node:events';
 import { createReadStream, createWriteStream, readFileSync, type WriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { setFlagsFromString } from 'node:v8';
 import { Command, Option } from 'commander';
 import pino from 'pino';
 import {
@@ -25,6 +26,12 @@ import { DEFAULT_MCP_SOURCES, runStdioServer } from '../mcp/index.js';
 import { readServeConfig, readServiceConfig } from './config.js';
 import { openGatehouse, openStore } from './openService.js';
 import { banner, startService } from './serve.js';
+
+// Policies may use CEL `matches()`, which runs on the backtracking RegExp engine: a pattern with
+// nested quantifiers and a crafted 16 KiB string could stall the process for hours. With this V8
+// setting a match that backtracks too much is finished by the linear-time engine instead (same
+// results for every pattern it supports). The CLI owns the process, so it is set here, first.
+setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks');
 
 const program = new Command();
 program

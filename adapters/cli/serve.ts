@@ -4,7 +4,7 @@
 import { watch } from 'node:fs';
 import Keyv from 'keyv';
 import pino, { type Logger } from 'pino';
-import { createApiKey, createIdGenerator, type Gatehouse, systemRandomBytes } from '../../src/index.js';
+import { createFirstApiKey, createIdGenerator, type Gatehouse, systemRandomBytes } from '../../src/index.js';
 import { createHttpApp, createMetrics, type RunningServer, startHttpServer } from '../http/index.js';
 import { createMcpHttpHandler } from '../mcp/index.js';
 import {
@@ -54,15 +54,12 @@ export async function startService(
   });
   const store = gatehouse.store;
 
-  let bootstrapKey: string | undefined;
-  if ((await store.countApiKeys()) === 0) {
-    const { secret } = await createApiKey(
-      store,
-      { ids: createIdGenerator(), randomBytes: systemRandomBytes, now: new Date() },
-      { name: 'bootstrap admin', scopes: ['admin'] },
-    );
-    bootstrapKey = secret;
-  }
+  const bootstrap = await createFirstApiKey(
+    store,
+    { ids: createIdGenerator(), randomBytes: systemRandomBytes, now: new Date() },
+    { name: 'bootstrap admin', scopes: ['admin'] },
+  );
+  const bootstrapKey = bootstrap?.secret;
 
   const ttlStore = await openTtlStore(config.redisUrl, log);
   const app = createHttpApp({

@@ -673,6 +673,31 @@ function createPostgresStore(pool: pg.Pool, schema: string): PostgresStore {
       ]);
       return (result.rowCount ?? 0) > 0;
     },
+    async insertFirstApiKey(k) {
+      // The advisory lock makes "no key yet" and the insert one step across instances.
+      return inTransaction(pool, 'BEGIN', async (client) => {
+        await client.query(
+          `SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_CLASS}, hashtext('first api key'))`,
+        );
+        const inserted = await client.query(
+          `INSERT INTO api_keys (id, tenant_id, name, prefix, hash, scopes, sources, created_at, revoked_at)
+           SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE NOT EXISTS (SELECT 1 FROM api_keys)`,
+          [
+            k.id,
+            k.tenant_id,
+            k.name,
+            k.prefix,
+            k.hash,
+            JSON.stringify(k.scopes),
+            JSON.stringify(k.sources),
+            k.created_at,
+            k.revoked_at,
+          ],
+        );
+        return (inserted.rowCount ?? 0) > 0;
+      });
+    },
+
     async countApiKeys() {
       return num((await run('SELECT count(*) AS n FROM api_keys')).rows[0]!['n']);
     },

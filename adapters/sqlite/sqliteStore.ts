@@ -425,8 +425,21 @@ class SqliteStoreImpl implements SqliteStore {
       args.push(query.after_seq);
     }
     args.push(query.limit);
+    // Named, because without table statistics SQLite walks the primary key (tenant_id, seq) in
+    // order and filters row by row: a session's page or a decision's events then cost a scan of
+    // the log (measured: 4 ms for a decision at 10,000 events, growing with the log).
+    const index =
+      query.decision_id !== undefined
+        ? ' INDEXED BY events_by_decision'
+        : query.session_id !== undefined
+          ? query.type !== undefined
+            ? ' INDEXED BY events_by_session_type'
+            : ' INDEXED BY events_by_session'
+          : query.type !== undefined
+            ? ' INDEXED BY events_by_type'
+            : '';
     const rows = this.#q(
-      `SELECT * FROM events WHERE ${where.join(' AND ')} ORDER BY seq ${query.order === 'asc' ? 'ASC' : 'DESC'} LIMIT ?`,
+      `SELECT * FROM events${index} WHERE ${where.join(' AND ')} ORDER BY seq ${query.order === 'asc' ? 'ASC' : 'DESC'} LIMIT ?`,
     ).all(...args) as Row[];
     return rows.map(rowToEvent);
   }
@@ -732,6 +745,26 @@ class SqliteStoreImpl implements SqliteStore {
         k.revoked_at,
       );
     });
+  }
+
+  insertFirstApiKey(k: StoredApiKey): Promise<boolean> {
+    return this.#read(
+      () =>
+        this.#q(
+          `INSERT INTO api_keys (id, tenant_id, name, prefix, hash, scopes, sources, created_at, revoked_at)
+           SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM api_keys)`,
+        ).run(
+          k.id,
+          k.tenant_id,
+          k.name,
+          k.prefix,
+          k.hash,
+          JSON.stringify(k.scopes),
+          JSON.stringify(k.sources),
+          k.created_at,
+          k.revoked_at,
+        ).changes > 0,
+    );
   }
 
   findApiKeyByHash(hash: string): Promise<StoredApiKey | null> {

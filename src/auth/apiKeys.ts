@@ -34,6 +34,19 @@ export interface CreateApiKeyOptions {
   sources?: readonly string[];
 }
 
+/**
+ * Creates the bootstrap key of a first start: only when the store has no key at all, atomically
+ * across instances starting together. Undefined when a key already existed.
+ */
+export async function createFirstApiKey(
+  store: KeyStore,
+  deps: { ids: IdGenerator; randomBytes: RandomBytes; now: Date },
+  options: CreateApiKeyOptions = {},
+): Promise<{ secret: string; key: StoredApiKey } | undefined> {
+  const made = buildApiKey(deps, options);
+  return (await store.insertFirstApiKey(made.key)) ? made : undefined;
+}
+
 /** SHA-256 (hex) of a key's secret. */
 export function hashApiKey(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
@@ -48,6 +61,15 @@ export async function createApiKey(
   deps: { ids: IdGenerator; randomBytes: RandomBytes; now: Date },
   options: CreateApiKeyOptions = {},
 ): Promise<{ secret: string; key: StoredApiKey }> {
+  const made = buildApiKey(deps, options);
+  await store.insertApiKey(made.key);
+  return made;
+}
+
+function buildApiKey(
+  deps: { ids: IdGenerator; randomBytes: RandomBytes; now: Date },
+  options: CreateApiKeyOptions,
+): { secret: string; key: StoredApiKey } {
   const secret = KEY_PREFIX + Buffer.from(deps.randomBytes(32)).toString('base64url');
   const key: StoredApiKey = {
     id: deps.ids('key'),
@@ -60,7 +82,6 @@ export async function createApiKey(
     created_at: deps.now.toISOString(),
     revoked_at: null,
   };
-  await store.insertApiKey(key);
   return { secret, key };
 }
 

@@ -510,6 +510,24 @@ export function runStoreContract(factory: StoreFactory): void {
         expect(await store.revokeApiKey('key_1', clock().toISOString())).toBe(false);
         expect((await store.findApiKeyByHash(key.hash))?.revoked_at).not.toBeNull();
       });
+
+      it('inserts the first key only while there is none, even when raced', async () => {
+        const make = (i: number) => ({
+          id: `key_${i}`,
+          tenant_id: 'default',
+          name: 'bootstrap',
+          prefix: `gh_${i}`,
+          hash: String(i).repeat(64).slice(0, 64),
+          scopes: ['admin' as const],
+          sources: ['user_input'],
+          created_at: clock().toISOString(),
+          revoked_at: null,
+        });
+        const results = await Promise.all([1, 2, 3, 4].map((i) => store.insertFirstApiKey(make(i))));
+        expect(results.filter(Boolean)).toHaveLength(1);
+        expect(await store.countApiKeys()).toBe(1);
+        expect(await store.insertFirstApiKey(make(5))).toBe(false);
+      });
     });
   });
 }
