@@ -15,9 +15,7 @@ import pg from 'pg';
 import {
   type ChainHead,
   type ClaimedDelivery,
-  type Conflict,
   type ConflictQuery,
-  type Delivery,
   type DeliveryAttempt,
   type DumpRecord,
   type EventQuery,
@@ -26,14 +24,24 @@ import {
   type NewDelivery,
   STORE_TABLE_KEYS,
   STORE_TABLES,
-  type StateItem,
   type Store,
-  type StoredApiKey,
-  type StoredEvent,
-  type StoredWebhook,
   type StoreReader,
   type StoreTx,
 } from '../../src/index.js';
+import {
+  apiKeyValues,
+  num,
+  type Row,
+  rowToConflict,
+  rowToDelivery,
+  rowToEvent,
+  rowToItem,
+  rowToKey,
+  rowToWebhook,
+  str,
+  strOrNull,
+  withoutDecision,
+} from '../sql/rows.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
 
 /** Options for {@link openPostgresStore}. */
@@ -88,7 +96,6 @@ export interface PostgresStore extends Store {
   readonly schema: string;
 }
 
-type Row = Record<string, unknown>;
 type Run = (text: string, values?: unknown[]) => Promise<pg.QueryResult<Row>>;
 
 /** Advisory-lock classes (first key of the two-key form), so Gatehouse's locks never meet others'. */
@@ -97,113 +104,10 @@ const ITEM_LOCK_CLASS = 0x47480002;
 const PING_TIMEOUT_MS = 5000;
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
-const str = (v: unknown): string => v as string;
-const num = (v: unknown): number => Number(v);
-const strOrNull = (v: unknown): string | null => (v == null ? null : String(v));
-const numOrNull = (v: unknown): number | null => (v == null ? null : Number(v));
-const json = <T>(v: unknown): T => JSON.parse(v as string) as T;
-// Most items carry no metadata: skip the parser for the stored empty object.
-const metadataOf = (v: unknown): Record<string, unknown> => (v === '{}' ? {} : json(v));
 /** Type OIDs of int2, int4 and int8: dumped as numbers, whatever the driver hands back. */
 const INTEGER_TYPES = new Set([20, 21, 23]);
 /** Rows per INSERT when loading a dump (PostgreSQL allows 65535 parameters per statement). */
 const LOAD_BATCH_ROWS = 500;
-
-function rowToItem(r: Row): StateItem {
-  return {
-    session_id: str(r['session_id']),
-    key: str(r['key']),
-    value: str(r['value']),
-    type: str(r['type']),
-    source: str(r['source']),
-    trust: num(r['trust']),
-    sensitivity: r['sensitivity'] as StateItem['sensitivity'],
-    category: str(r['category']),
-    version: num(r['version']),
-    status: r['status'] as StateItem['status'],
-    metadata: metadataOf(r['metadata']),
-    updated_at: str(r['updated_at']),
-  };
-}
-
-function rowToConflict(r: Row): Conflict {
-  const body = json<Pick<Conflict, 'current' | 'proposed'>>(r['body']);
-  return {
-    conflict_id: str(r['conflict_id']),
-    session_id: str(r['session_id']),
-    key: str(r['key']),
-    status: r['status'] as Conflict['status'],
-    current: body.current,
-    proposed: body.proposed,
-    resolution: r['resolution'] as Conflict['resolution'],
-    created_at: str(r['created_at']),
-    resolved_at: strOrNull(r['resolved_at']),
-  };
-}
-
-function rowToEvent(r: Row): StoredEvent {
-  return {
-    event_id: str(r['event_id']),
-    seq: num(r['seq']),
-    type: r['type'] as HistoryEvent['type'],
-    session_id: str(r['session_id']),
-    occurred_at: str(r['occurred_at']),
-    data: json(r['data']),
-    prev_hash: str(r['prev_hash']),
-    hash: str(r['hash']),
-    decision_id: strOrNull(r['decision_id']),
-  };
-}
-
-function withoutDecision(e: StoredEvent): HistoryEvent {
-  const { decision_id: _d, ...event } = e;
-  return event;
-}
-
-function rowToWebhook(r: Row): StoredWebhook {
-  return {
-    id: str(r['id']),
-    url: str(r['url']),
-    events: json(r['events']),
-    filter: r['filter'] == null ? null : json(r['filter']),
-    description: strOrNull(r['description']),
-    status: r['status'] as StoredWebhook['status'],
-    secrets: json(r['secrets']),
-    created_at: str(r['created_at']),
-    updated_at: str(r['updated_at']),
-  };
-}
-
-function rowToDelivery(r: Row): Delivery {
-  return {
-    delivery_id: str(r['delivery_id']),
-    webhook_id: str(r['webhook_id']),
-    event_id: str(r['event_id']),
-    event_type: str(r['event_type']),
-    status: r['status'] as Delivery['status'],
-    attempts: num(r['attempts']),
-    next_attempt_at: strOrNull(r['next_attempt_at']),
-    last_status_code: numOrNull(r['last_status_code']),
-    last_error: strOrNull(r['last_error']),
-    created_at: str(r['created_at']),
-    updated_at: str(r['updated_at']),
-    delivered_at: strOrNull(r['delivered_at']),
-  };
-}
-
-function rowToKey(r: Row): StoredApiKey {
-  return {
-    id: str(r['id']),
-    tenant_id: str(r['tenant_id']),
-    name: str(r['name']),
-    prefix: str(r['prefix']),
-    hash: str(r['hash']),
-    scopes: json(r['scopes']),
-    sources: json(r['sources']),
-    created_at: str(r['created_at']),
-    revoked_at: strOrNull(r['revoked_at']),
-  };
-}
 
 /** A statement with `$n` placeholders numbered as conditions are added. */
 class Where {
@@ -259,14 +163,14 @@ function createReader(run: Run): StoreReader {
         `${ITEM_VERSION_SELECT} WHERE v.tenant_id = $1 AND v.session_id = $2 AND v.key = $3 ORDER BY v.version`,
         [t, s, k],
       );
-      return rows.map(rowToItem);
+      return rows.map((r) => rowToItem(r));
     },
     async listItems(t, s) {
       const rows = await all(
         `${CURRENT_ITEM_SELECT} WHERE i.tenant_id = $1 AND i.session_id = $2 ORDER BY i.key`,
         [t, s],
       );
-      return rows.map(rowToItem);
+      return rows.map((r) => rowToItem(r));
     },
     async getConflict(t, id) {
       const r = await first('SELECT * FROM conflicts WHERE tenant_id = $1 AND conflict_id = $2', [t, id]);
@@ -642,17 +546,7 @@ function createPostgresStore(pool: pg.Pool, schema: string): PostgresStore {
       await run(
         `INSERT INTO api_keys (id, tenant_id, name, prefix, hash, scopes, sources, created_at, revoked_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-        [
-          k.id,
-          k.tenant_id,
-          k.name,
-          k.prefix,
-          k.hash,
-          JSON.stringify(k.scopes),
-          JSON.stringify(k.sources),
-          k.created_at,
-          k.revoked_at,
-        ],
+        apiKeyValues(k),
       );
     },
     async findApiKeyByHash(hash) {
@@ -682,17 +576,7 @@ function createPostgresStore(pool: pg.Pool, schema: string): PostgresStore {
         const inserted = await client.query(
           `INSERT INTO api_keys (id, tenant_id, name, prefix, hash, scopes, sources, created_at, revoked_at)
            SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE NOT EXISTS (SELECT 1 FROM api_keys)`,
-          [
-            k.id,
-            k.tenant_id,
-            k.name,
-            k.prefix,
-            k.hash,
-            JSON.stringify(k.scopes),
-            JSON.stringify(k.sources),
-            k.created_at,
-            k.revoked_at,
-          ],
+          apiKeyValues(k),
         );
         return (inserted.rowCount ?? 0) > 0;
       });

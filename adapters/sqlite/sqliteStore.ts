@@ -25,6 +25,21 @@ import type {
   StoreTx,
 } from '../../src/index.js';
 import { GatehouseError, STORE_TABLE_KEYS, STORE_TABLES } from '../../src/index.js';
+import {
+  apiKeyValues,
+  metadataOf,
+  num,
+  type Row,
+  rowToConflict,
+  rowToDelivery,
+  rowToEvent,
+  rowToItem,
+  rowToKey,
+  rowToWebhook,
+  str,
+  strOrNull,
+  withoutDecision,
+} from '../sql/rows.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 
 /** Options for {@link openSqliteStore}. */
@@ -45,35 +60,6 @@ export interface SqliteStoreOptions {
 export interface SqliteStore extends Store {
   /** The better-sqlite3 connection. Writing to it directly bypasses every rule of the core. */
   readonly database: Database.Database;
-}
-
-type Row = Record<string, unknown>;
-
-const str = (v: unknown): string => v as string;
-const num = (v: unknown): number => Number(v);
-const strOrNull = (v: unknown): string | null => (v == null ? null : String(v));
-const numOrNull = (v: unknown): number | null => (v == null ? null : Number(v));
-const json = <T>(v: unknown): T => JSON.parse(v as string) as T;
-// Most items carry no metadata: skip the parser for the stored empty object.
-const metadataOf = (v: unknown): Record<string, unknown> => (v === '{}' ? {} : json(v));
-
-function rowToItem(r: Row, currentVersion?: number): StateItem {
-  const version = num(r['version']);
-  const status = r['status'] as StateItem['status'] | undefined;
-  return {
-    session_id: str(r['session_id']),
-    key: str(r['key']),
-    value: str(r['value']),
-    type: str(r['type']),
-    source: str(r['source']),
-    trust: num(r['trust']),
-    sensitivity: r['sensitivity'] as StateItem['sensitivity'],
-    category: str(r['category']),
-    version,
-    status: status ?? (currentVersion === version ? 'current' : 'superseded'),
-    metadata: metadataOf(r['metadata']),
-    updated_at: str(r['updated_at']),
-  };
 }
 
 /** Sessions whose current items `#itemsCache` keeps; the oldest entry goes first. */
@@ -104,80 +90,6 @@ function itemsFromRows(sessionId: string, rows: unknown[][]): StateItem[] {
     };
   }
   return items;
-}
-
-function rowToConflict(r: Row): Conflict {
-  const body = json<Pick<Conflict, 'current' | 'proposed'>>(r['body']);
-  return {
-    conflict_id: str(r['conflict_id']),
-    session_id: str(r['session_id']),
-    key: str(r['key']),
-    status: r['status'] as Conflict['status'],
-    current: body.current,
-    proposed: body.proposed,
-    resolution: r['resolution'] as Conflict['resolution'],
-    created_at: str(r['created_at']),
-    resolved_at: strOrNull(r['resolved_at']),
-  };
-}
-
-function rowToEvent(r: Row): StoredEvent {
-  return {
-    event_id: str(r['event_id']),
-    seq: num(r['seq']),
-    type: r['type'] as HistoryEvent['type'],
-    session_id: str(r['session_id']),
-    occurred_at: str(r['occurred_at']),
-    data: json(r['data']),
-    prev_hash: str(r['prev_hash']),
-    hash: str(r['hash']),
-    decision_id: strOrNull(r['decision_id']),
-  };
-}
-
-function rowToWebhook(r: Row): StoredWebhook {
-  return {
-    id: str(r['id']),
-    url: str(r['url']),
-    events: json(r['events']),
-    filter: r['filter'] == null ? null : json(r['filter']),
-    description: strOrNull(r['description']),
-    status: r['status'] as StoredWebhook['status'],
-    secrets: json(r['secrets']),
-    created_at: str(r['created_at']),
-    updated_at: str(r['updated_at']),
-  };
-}
-
-function rowToDelivery(r: Row): Delivery {
-  return {
-    delivery_id: str(r['delivery_id']),
-    webhook_id: str(r['webhook_id']),
-    event_id: str(r['event_id']),
-    event_type: str(r['event_type']),
-    status: r['status'] as Delivery['status'],
-    attempts: num(r['attempts']),
-    next_attempt_at: strOrNull(r['next_attempt_at']),
-    last_status_code: numOrNull(r['last_status_code']),
-    last_error: strOrNull(r['last_error']),
-    created_at: str(r['created_at']),
-    updated_at: str(r['updated_at']),
-    delivered_at: strOrNull(r['delivered_at']),
-  };
-}
-
-function rowToKey(r: Row): StoredApiKey {
-  return {
-    id: str(r['id']),
-    tenant_id: str(r['tenant_id']),
-    name: str(r['name']),
-    prefix: str(r['prefix']),
-    hash: str(r['hash']),
-    scopes: json(r['scopes']),
-    sources: json(r['sources']),
-    created_at: str(r['created_at']),
-    revoked_at: strOrNull(r['revoked_at']),
-  };
 }
 
 /** Serialises async operations on one connection. */
@@ -335,7 +247,7 @@ class SqliteStoreImpl implements SqliteStore {
     ).get(tenantId, sessionId, key, version) as Row | undefined;
     if (!r) return null;
     const current = this.#getItem(tenantId, sessionId, key);
-    return current && current.version === version ? current : rowToItem(r, -1);
+    return current && current.version === version ? current : rowToItem(r, 'superseded');
   }
 
   #listItemVersions(tenantId: string, sessionId: string, key: string): StateItem[] {
@@ -343,7 +255,9 @@ class SqliteStoreImpl implements SqliteStore {
     const rows = this.#q(
       'SELECT * FROM state_versions WHERE tenant_id = ? AND session_id = ? AND key = ? ORDER BY version',
     ).all(tenantId, sessionId, key) as Row[];
-    return rows.map((r) => (current && num(r['version']) === current.version ? current : rowToItem(r, -1)));
+    return rows.map((r) =>
+      current && num(r['version']) === current.version ? current : rowToItem(r, 'superseded'),
+    );
   }
 
   #listItemRows(tenantId: string, sessionId: string): unknown[][] {
@@ -733,17 +647,7 @@ class SqliteStoreImpl implements SqliteStore {
       this.#w(
         `INSERT INTO api_keys (id, tenant_id, name, prefix, hash, scopes, sources, created_at, revoked_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ).run(
-        k.id,
-        k.tenant_id,
-        k.name,
-        k.prefix,
-        k.hash,
-        JSON.stringify(k.scopes),
-        JSON.stringify(k.sources),
-        k.created_at,
-        k.revoked_at,
-      );
+      ).run(...apiKeyValues(k));
     });
   }
 
@@ -753,17 +657,7 @@ class SqliteStoreImpl implements SqliteStore {
         this.#q(
           `INSERT INTO api_keys (id, tenant_id, name, prefix, hash, scopes, sources, created_at, revoked_at)
            SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM api_keys)`,
-        ).run(
-          k.id,
-          k.tenant_id,
-          k.name,
-          k.prefix,
-          k.hash,
-          JSON.stringify(k.scopes),
-          JSON.stringify(k.sources),
-          k.created_at,
-          k.revoked_at,
-        ).changes > 0,
+        ).run(...apiKeyValues(k)).changes > 0,
     );
   }
 
@@ -818,7 +712,7 @@ class SqliteStoreImpl implements SqliteStore {
           const tenantId = str(r['tenant_id']);
           const webhook = this.#getWebhook(tenantId, str(r['webhook_id']));
           const ev = this.#q('SELECT * FROM events WHERE event_id = ?').get(str(r['event_id'])) as Row;
-          const { decision_id: _d, ...event } = rowToEvent(ev);
+          const event = withoutDecision(rowToEvent(ev));
           return { tenant_id: tenantId, delivery: rowToDelivery(r), webhook: webhook!, event };
         });
       })(),
@@ -880,8 +774,7 @@ class SqliteStoreImpl implements SqliteStore {
       );
       if (page.length === 0) return;
       const events = page.map((r) => {
-        const { decision_id: _d, ...e } = rowToEvent(r);
-        return e;
+        return withoutDecision(rowToEvent(r));
       });
       yield events;
       after = events[events.length - 1]!.seq;
