@@ -47,7 +47,7 @@ import { canonicalKey, keyCategory } from './state/canonicalKey.js';
 import { classify, maskValue } from './state/classify.js';
 import { decideWrite } from './state/conflictRules.js';
 import { maskSecrets } from './state/maskSecrets.js';
-import type { Store, StoredEvent, StoredWebhook, StoreTx } from './store.js';
+import type { Store, StoredEvent, StoredWebhook, StoreReader, StoreTx } from './store.js';
 import { parseInput } from './validation.js';
 import { generateWebhookSecret, matchesSubscription } from './webhooks/index.js';
 
@@ -299,6 +299,19 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     return Math.max(-Infinity, ...sources.map((s) => policy.sources[s] ?? -Infinity));
   }
 
+  /**
+   * The values of a session's secret items: masked wherever they appear in free text (notes,
+   * outcome details, metadata), not only where a detector recognises them.
+   */
+  async function sessionSecrets(
+    reader: StoreReader,
+    tenantId: string,
+    sessionId: string,
+  ): Promise<Set<string>> {
+    const items = await reader.listItems(tenantId, sessionId);
+    return new Set(items.filter((i) => i.sensitivity === 'secret').map((i) => i.value));
+  }
+
   async function requireItem(tenantId: string, sessionId: string, key: string): Promise<StateItem> {
     const item = await store.getItem(tenantId, sessionId, key);
     if (!item) throw notFound(`State item '${key}' in session '${sessionId}'`);
@@ -432,6 +445,10 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
           updated_at: at,
         };
         await tx.insertItemVersion(tenantId, item);
+        const known =
+          Object.keys(metadata).length === 0
+            ? new Set<string>()
+            : await sessionSecrets(tx, tenantId, input.session_id);
         for (const c of settled) {
           await tx.updateConflict(tenantId, c.conflict_id, {
             status: 'resolved',
@@ -453,7 +470,7 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
               trust,
               sensitivity,
               category: item.category,
-              metadata: maskSecrets(metadata, `${key}.metadata`),
+              metadata: maskSecrets(metadata, `${key}.metadata`, known),
             },
           },
           ...settled.map((c) => ({
@@ -542,6 +559,10 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
         await tx.updateConflict(tenantId, conflictId, resolved);
         const drafts: EventDraft[] = [];
         let version: number = current.version;
+        const known = await sessionSecrets(tx, tenantId, conflict.session_id);
+        if (classify(conflict.key, conflict.proposed.value).sensitivity === 'secret') {
+          known.add(conflict.proposed.value);
+        }
         if (input.resolution === 'accept_proposed') {
           const p = conflict.proposed;
           const item: StateItem = {
@@ -571,7 +592,7 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
               trust: item.trust,
               sensitivity: item.sensitivity,
               category: item.category,
-              metadata: maskSecrets(item.metadata, `${conflict.key}.metadata`),
+              metadata: maskSecrets(item.metadata, `${conflict.key}.metadata`, known),
               conflict_id: conflictId,
             },
           });
@@ -584,7 +605,7 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
             key: conflict.key,
             resolution: input.resolution,
             version,
-            ...(input.note === undefined ? {} : { note: input.note }),
+            ...(input.note === undefined ? {} : { note: maskSecrets(input.note, 'note', known) }),
           },
         });
         const others = open.filter((c) => c.conflict_id !== conflictId);
@@ -729,7 +750,15 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
               action: decision.data['action'],
               verdict: decision.data['verdict'],
               outcome: input.outcome,
-              ...(input.detail === undefined ? {} : { detail: maskSecrets(input.detail, 'detail') }),
+              ...(input.detail === undefined
+                ? {}
+                : {
+                    detail: maskSecrets(
+                      input.detail,
+                      'detail',
+                      await sessionSecrets(tx, tenantId, decision.session_id),
+                    ),
+                  }),
             },
           },
         ]);

@@ -28,25 +28,33 @@ export const LIMITS = {
 const utf8 = new TextEncoder();
 
 /**
- * True when `value` nests at most `max` objects/arrays deep. Stops descending past `max`, so its
- * own recursion is bounded whatever the input.
+ * What makes `value` unfit for the history: nesting deeper than `depth` (`{}` is 1), or a number
+ * JSON cannot carry (`1e400` parses to Infinity, which the canonical hash refuses). Stops
+ * descending past `depth`, so its own recursion is bounded whatever the input.
  */
-function nestsWithin(value: unknown, max: number): boolean {
-  if (value === null || typeof value !== 'object') return true;
-  if (max <= 0) return false;
-  for (const child of Object.values(value)) if (!nestsWithin(child, max - 1)) return false;
-  return true;
+function jsonProblem(value: unknown, depth: number): 'depth' | 'number' | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : 'number';
+  if (value === null || typeof value !== 'object') return undefined;
+  if (depth <= 0) return 'depth';
+  for (const child of Object.values(value)) {
+    const problem = jsonProblem(child, depth - 1);
+    if (problem !== undefined) return problem;
+  }
+  return undefined;
 }
 
 function jsonObject(what: string) {
   return z.record(z.string(), z.unknown()).superRefine((o, ctx) => {
-    // Depth first: JSON.stringify (and every later walk of the object) recurses, and a 64 KiB
-    // body of `[[[[…]]]]` would overflow the stack.
-    if (!nestsWithin(o, LIMITS.objectDepth)) {
+    // Before JSON.stringify: it (and every later walk of the object) recurses, and a 64 KiB body
+    // of `[[[[…]]]]` would overflow the stack.
+    const problem = jsonProblem(o, LIMITS.objectDepth);
+    if (problem === 'depth') {
       ctx.addIssue({
         code: 'custom',
         message: `${what} must nest at most ${LIMITS.objectDepth} levels deep`,
       });
+    } else if (problem === 'number') {
+      ctx.addIssue({ code: 'custom', message: `${what} must hold only finite numbers (1e400 is too large)` });
     } else if (utf8.encode(JSON.stringify(o)).byteLength > LIMITS.objectBytes) {
       ctx.addIssue({
         code: 'custom',

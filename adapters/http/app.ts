@@ -163,16 +163,19 @@ export function createHttpApp(options: HttpAppOptions): Hono<Env> {
   };
   app.use('/v1/*', authenticate);
   app.use('/mcp', authenticate);
-  app.use(
-    '/v1/*',
-    bodyLimit({
-      maxSize: maxBody,
-      onError: (c) =>
-        problemResponse(
-          new GatehouseError('payload_too_large', `The request body exceeds ${maxBody} bytes.`),
-          c.req.path,
-        ),
-    }),
+  const limitBody = bodyLimit({
+    maxSize: maxBody,
+    onError: (c) =>
+      problemResponse(
+        new GatehouseError('payload_too_large', `The request body exceeds ${maxBody} bytes.`),
+        c.req.path,
+      ),
+  });
+  // A GET or HEAD request has no body (a web Request cannot carry one), so the limit has nothing
+  // to check; asking it would read `c.req.raw.body`, which makes @hono/node-server build a full
+  // Request (abort controller, stream over the socket) for every read.
+  app.use('/v1/*', (c, next) =>
+    c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : limitBody(c, next),
   );
 
   /** Reads a JSON body (an empty body is `{}` when `optional`). */

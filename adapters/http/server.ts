@@ -38,14 +38,14 @@ export async function startHttpServer(
     hostname: host,
     port: options.port ?? 8787,
     serverOptions: {
-      headersTimeout,
-      requestTimeout,
       // Node checks both timeouts only this often (default 30 s), so a slow client would keep
       // its socket up to 30 s past them; check at a quarter of the shorter one, at most every 1 s.
       connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.min(headersTimeout, requestTimeout) / 4)),
     },
   });
   const http = server as unknown as import('node:http').Server;
+  http.headersTimeout = headersTimeout;
+  http.requestTimeout = requestTimeout;
   await new Promise<void>((resolve, reject) => {
     if (http.listening) resolve();
     http.once('listening', resolve);

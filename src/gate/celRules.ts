@@ -143,10 +143,34 @@ class CostMeter {
 }
 
 const meters = new WeakMap<object, CostMeter>();
+const meteredViews = new WeakMap<CelActivation, CelActivation>();
 
 /** True when the evaluation behind `activation` ran out of budget (its results are void). */
 export function celCostExceeded(activation: CelActivation): boolean {
   return meters.get(activation)?.exhausted ?? false;
+}
+
+/**
+ * The metered view of an evaluation's variables, for programs that iterate ({@link
+ * CelProgram.iterates}); one view and one budget per evaluation, made on first use. Programs
+ * without a comprehension do bounded work (each operation runs once) and read the plain variables.
+ */
+export function meteredActivation(activation: CelActivation): CelActivation {
+  let view = meteredViews.get(activation);
+  if (view === undefined) {
+    const meter = new CostMeter();
+    const wrap = metered(meter);
+    view = {
+      ...activation,
+      params: wrap(activation.params),
+      context: wrap(activation.context),
+      state: wrap(activation.state),
+      conflicts: wrap(activation.conflicts),
+    };
+    meters.set(view, meter);
+    meteredViews.set(activation, view);
+  }
+  return view;
 }
 
 const isIndex = (prop: string | symbol): boolean => {
@@ -256,6 +280,11 @@ export interface CelProgram {
   readonly source: string;
   /** Every string literal in the expression (candidates for state keys read). */
   readonly stringLiterals: readonly string[];
+  /**
+   * True when the expression has a comprehension (`all`, `exists`, `exists_one`, `map`,
+   * `filter`): the only way CEL repeats work, so the only programs run on a metered activation.
+   */
+  readonly iterates: boolean;
   /** Evaluates the expression; throws on evaluation errors. */
   run(activation: CelActivation): unknown;
 }
@@ -301,13 +330,18 @@ export function compileCel(source: string, options: { bool: boolean }): CelCompi
   }
   return {
     ok: true,
-    program: { source, stringLiterals: collectStringLiterals(parsed.ast), run: parsed },
+    program: {
+      source,
+      stringLiterals: collectStringLiterals(parsed.ast),
+      iterates: hasComprehension(parsed.ast),
+      run: parsed,
+    },
   };
 }
 
 /**
- * Builds the CEL variables of one evaluation. `params`, `context`, `state` and `conflicts` are
- * metered against {@link CEL_COST_LIMIT}; see {@link celCostExceeded}.
+ * Builds the CEL variables of one evaluation. Programs that iterate run on its
+ * {@link meteredActivation} instead, within {@link CEL_COST_LIMIT}.
  */
 export function createActivation(input: GateInput): CelActivation {
   // A null-prototype record: a key can never resolve to an inherited property.
@@ -316,18 +350,14 @@ export function createActivation(input: GateInput): CelActivation {
     const item = input.state[key];
     if (item !== undefined) state[key] = new CelStateItem(item);
   }
-  const meter = new CostMeter();
-  const wrap = metered(meter);
-  const activation: CelActivation = {
+  return {
     action: input.action,
-    params: wrap(input.params),
-    context: wrap(input.context),
-    state: wrap(state),
-    conflicts: wrap(input.conflicts.map((conflict) => new CelConflict(conflict))),
+    params: input.params,
+    context: input.context,
+    state,
+    conflicts: input.conflicts.map((conflict) => new CelConflict(conflict)),
     now: input.now,
   };
-  meters.set(activation, meter);
-  return activation;
 }
 
 /** The CEL type name of an evaluation result, for "returned X, not bool" messages. */
@@ -410,6 +440,28 @@ function findDynamicPattern(ast: ASTNode): number | undefined {
         found = typeof pos === 'number' ? pos : 0;
         return;
       }
+    }
+    visit(args);
+  };
+  visit(ast);
+  return found;
+}
+
+const COMPREHENSIONS = new Set(['all', 'exists', 'exists_one', 'map', 'filter']);
+
+function hasComprehension(ast: ASTNode): boolean {
+  let found = false;
+  const visit = (node: unknown): void => {
+    if (found) return;
+    if (Array.isArray(node)) {
+      for (const child of node) visit(child);
+      return;
+    }
+    if (typeof node !== 'object' || node === null || !('op' in node) || !('args' in node)) return;
+    const { op, args } = node as { op: unknown; args: unknown };
+    if ((op === 'rcall' || op === 'call') && Array.isArray(args) && COMPREHENSIONS.has(args[0] as string)) {
+      found = true;
+      return;
     }
     visit(args);
   };

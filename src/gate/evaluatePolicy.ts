@@ -13,6 +13,7 @@ import {
   celErrorSummary,
   celTypeName,
   createActivation,
+  meteredActivation,
 } from './celRules.js';
 import { combineVerdicts } from './combineVerdicts.js';
 import type { GateInput, GateReason, GateResult, StateView, Verdict } from './gateTypes.js';
@@ -135,12 +136,20 @@ function evaluateWithPlan(program: PolicyProgram, plan: ActionPlan, input: GateI
   };
 }
 
+function iterates(rule: CompiledRule): boolean {
+  return (
+    rule.condition.iterates || rule.message.parts.some((part) => typeof part !== 'string' && part.iterates)
+  );
+}
+
 function runRule(
   rule: CompiledRule,
-  activation: CelActivation,
+  plain: CelActivation,
   state: Record<string, StateView>,
   target: GateReason[],
 ): void {
+  // Only a rule with a comprehension can repeat work; it runs metered (see CEL_COST_LIMIT).
+  const activation = iterates(rule) ? meteredActivation(plain) : plain;
   let result: unknown;
   try {
     result = rule.condition.run(activation);

@@ -192,9 +192,9 @@ export interface World {
 
 /** A key with one scope cannot do anything else: `noScope` holds a scope no route needs alone. */
 export async function createWorld(
-  options: { policy?: CompiledPolicy; app?: Omit<HttpAppOptions, 'gatehouse'> } = {},
+  options: { policy?: CompiledPolicy; app?: Omit<HttpAppOptions, 'gatehouse'>; store?: Store } = {},
 ): Promise<World> {
-  const store = openSqliteStore();
+  const store = options.store ?? openSqliteStore();
   const gh = createGatehouse({ store, ...(options.policy ? { policy: options.policy } : {}) });
   const app = createHttpApp({ gatehouse: gh, rateLimit: false, ...options.app });
   const deps = { ids: createIdGenerator(), randomBytes: systemRandomBytes, now: new Date() };
@@ -352,6 +352,8 @@ export async function stopServe(serve: ServeProcess, signal: NodeJS.Signals = 'S
 export interface Received {
   headers: IncomingMessage['headers'];
   body: string;
+  /** What the receiver answered. */
+  status: number;
 }
 
 /** A receiver on 127.0.0.1 whose status is decided per request; `close()` frees the port. */
@@ -364,8 +366,9 @@ export async function startReceiver(status: (n: number, req: IncomingMessage) =>
       body += c;
     });
     req.on('end', () => {
-      received.push({ headers: req.headers, body });
-      res.writeHead(status(received.length, req)).end();
+      const answer = status(received.length + 1, req);
+      received.push({ headers: req.headers, body, status: answer });
+      res.writeHead(answer).end();
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

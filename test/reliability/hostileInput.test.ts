@@ -6,12 +6,16 @@
  * Then the limits on a real socket: oversized bodies (413), slowloris headers and slow bodies
  * (cut off by the server's timeouts).
  */
+import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
 import fc from 'fast-check';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpServer } from '../../adapters/http/index.js';
-import { compilePolicy } from '../../src/index.js';
-import { call, createWorld, POLICY, pathOf, ROUTES, type Route, urlOf, type World } from './fixtures.js';
+import { openPostgresStore } from '../../adapters/postgres/index.js';
+import { openSqliteStore } from '../../adapters/sqlite/index.js';
+import { compilePolicy, type Store } from '../../src/index.js';
+import { call, createWorld, POLICY, pathOf, ROUTES, type Route, type World } from './fixtures.js';
 
 const RUNS = Number(process.env['GATEHOUSE_FUZZ_RUNS'] ?? 120);
 
@@ -304,7 +308,40 @@ function expectWellFormed(method: string, status: number, headers: Headers, body
   if (status === 405) expect(headers.get('allow')).toBeTruthy();
 }
 
-describe('fuzzing every /v1 route', () => {
+/** The stores the fuzzing runs on: SQLite always, PostgreSQL (a fresh schema) when configured. */
+const pgUrl = process.env['GATEHOUSE_TEST_DATABASE_URL'];
+const pgSchemas: string[] = [];
+const BACKENDS: Array<[string, () => Promise<Store>]> = [['SQLite', async () => openSqliteStore()]];
+if (pgUrl) {
+  BACKENDS.push([
+    'PostgreSQL',
+    () => {
+      const schema = `gh_fuzz_${randomBytes(6).toString('hex')}`;
+      pgSchemas.push(schema);
+      return openPostgresStore({ connectionString: pgUrl, schema, pool: { max: 4 } });
+    },
+  ]);
+}
+afterAll(async () => {
+  if (!pgUrl || pgSchemas.length === 0) return;
+  const client = new pg.Client({ connectionString: pgUrl });
+  await client.connect();
+  try {
+    for (const schema of pgSchemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+});
+
+describe.each(BACKENDS)('fuzzing every /v1 route (%s)', (_backend, open) => {
+  let world: World;
+  beforeAll(async () => {
+    world = await createWorld({ policy: compilePolicy(POLICY), store: await open() });
+  });
+  afterAll(async () => {
+    await world.store.close();
+  });
+
   it.each(ROUTES.map((r) => [`${r.method} ${r.pattern}`, r] as const))(
     '%s: never a 5xx, errors are problem+json',
     async (_name, route) => {
@@ -380,7 +417,15 @@ describe('fuzzing every /v1 route', () => {
   });
 });
 
-describe('hostile values, one by one', () => {
+describe.each(BACKENDS)('hostile values, one by one (%s)', (_backend, open) => {
+  let world: World;
+  beforeAll(async () => {
+    world = await createWorld({ policy: compilePolicy(POLICY), store: await open() });
+  });
+  afterAll(async () => {
+    await world.store.close();
+  });
+
   const admin = () => world.keys.admin;
   const item = { session_id: 'h1', key: 'note.text', type: 'fact', source: 'user_input' };
 
@@ -394,6 +439,22 @@ describe('hostile values, one by one', () => {
     expect((await call(world.app, 'POST', '/v1/gates/evaluate', { key: admin(), body: ok })).status).toBe(
       200,
     );
+  });
+
+  it('a number JSON cannot carry (1e400 parses to Infinity) is a 422, not a failed hash', async () => {
+    const bodies: Array<[string, string]> = [
+      ['/v1/gates/evaluate', '{"session_id":"s1","action":"a.b","params":{"amount":1e400}}'],
+      ['/v1/gates/evaluate', '{"session_id":"s1","action":"a.b","context":{"x":[-1e400]}}'],
+      [
+        '/v1/state/items',
+        '{"session_id":"s1","key":"a.b","value":"v","type":"fact","source":"user_input","metadata":{"n":1e999}}',
+      ],
+    ];
+    for (const [path, body] of bodies) {
+      const r = await call(world.app, 'POST', path, { key: admin(), body });
+      expect(r.status, body).toBe(422);
+      expect(r.json.errors[0].message).toContain('finite');
+    }
   });
 
   it('a value with NUL or a lone surrogate is refused (it could not be stored unchanged)', async () => {
@@ -498,7 +559,7 @@ describe('limits on a real socket', () => {
     });
     expect(res.status).toBe(413);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
-    expect((await res.json()).code).toBe('payload_too_large');
+    expect(((await res.json()) as { code: string }).code).toBe('payload_too_large');
 
     const head =
       `POST /v1/gates/evaluate HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${world.keys.admin}\r\n` +
