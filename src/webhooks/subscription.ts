@@ -2,14 +2,10 @@
  * Which events a webhook subscription receives.
  */
 
-/** The history event types a subscription may name (or `'*'` for all). */
-export const WEBHOOK_EVENT_TYPES = [
-  'state_change',
-  'state_conflict',
-  'conflict_resolved',
-  'gate_evaluation',
-  'action_outcome',
-] as const;
+import { EVENT_TYPES } from '../schemas.js';
+
+/** The history event types a subscription may name (or `'*'` for all): every event type. */
+export const WEBHOOK_EVENT_TYPES = EVENT_TYPES;
 
 /** One of {@link WEBHOOK_EVENT_TYPES}. */
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
