@@ -26,7 +26,11 @@ export async function run({ quick }) {
     const headers = { authorization: `Bearer ${gatehouse.key}`, 'content-type': 'application/json' };
 
     // The bare server answers with a real decision of the same workload (same size on the wire).
-    const sample = await fetch(`${gatehouse.url}/v1/gates/evaluate`, { method: 'POST', headers, body: bodies[0] });
+    const sample = await fetch(`${gatehouse.url}/v1/gates/evaluate`, {
+      method: 'POST',
+      headers,
+      body: bodies[0],
+    });
     if (sample.status !== 200) throw new Error(`evaluate answered ${sample.status}: ${await sample.text()}`);
     const bare = await startServer({ mode: 'bare', body: await sample.text() });
     servers.push(bare);
@@ -43,13 +47,19 @@ export async function run({ quick }) {
     );
     const rss = gatehouse.rssBytes();
     for (const [n, r] of Object.entries(results)) {
-      if (r.non2xx > 0 || r.errors > 0) throw new Error(`${n}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
+      if (r.non2xx > 0 || r.errors > 0)
+        throw new Error(`${n}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
     }
     const ratio = results.gatehouse.ops_per_s / results.bare.ops_per_s;
     return {
       rows: [
         { name: 'bare', label: 'bare node:http, same JSON (baseline)', ...results.bare, ratio: 1 },
-        { name: 'gatehouse', label: 'POST /v1/gates/evaluate (auth, SQLite file)', ...results.gatehouse, ratio },
+        {
+          name: 'gatehouse',
+          label: 'POST /v1/gates/evaluate (auth, SQLite file)',
+          ...results.gatehouse,
+          ratio,
+        },
       ],
       targets: [{ what: 'gatehouse req/s ÷ bare req/s', value: ratio, op: '>=', target: 0.5 }],
       notes: [`server RSS after the run: ${(rss / 2 ** 20).toFixed(0)} MiB`],

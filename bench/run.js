@@ -4,7 +4,7 @@
 // Timing is never asserted anywhere: this prints and records, nothing fails on a slow machine.
 
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { DIST_DIR, RESULTS_DIR } from './lib/env.js';
 import { fmtOps, fmtUs, printTable } from './lib/measure.js';
@@ -23,7 +23,9 @@ function parseArgs(argv) {
 
 function cpuModel() {
   try {
-    const line = readFileSync('/proc/cpuinfo', 'utf8').split('\n').find((l) => l.startsWith('model name'));
+    const line = readFileSync('/proc/cpuinfo', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('model name'));
     return line ? line.split(':')[1].trim() : (cpus()[0]?.model ?? 'unknown');
   } catch {
     return cpus()[0]?.model ?? 'unknown';
@@ -32,6 +34,31 @@ function cpuModel() {
 
 function fmtRatio(r) {
   return Number.isFinite(r) ? `${r.toFixed(r < 0.1 ? 3 : 2)}×` : '-';
+}
+
+/**
+ * JSON as Biome formats it (the repository's formatter also covers bench/): objects expanded,
+ * arrays of plain values on one line when they fit in 110 columns.
+ */
+function formatJson(value, indent = '', lead = 0) {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  const inner = `${indent}  `;
+  if (Array.isArray(value)) {
+    if (value.length === 0) return '[]';
+    if (value.every((v) => v === null || typeof v !== 'object')) {
+      const line = `[${value.map((v) => JSON.stringify(v) ?? 'null').join(', ')}]`;
+      // `lead`: what precedes the value on its line (indentation and key); +1 for a comma.
+      if (lead + line.length + 1 <= 110) return line;
+    }
+    return `[\n${value.map((v) => inner + formatJson(v, inner, inner.length)).join(',\n')}\n${indent}]`;
+  }
+  const entries = Object.entries(value).filter(([, v]) => v !== undefined);
+  if (entries.length === 0) return '{}';
+  const lines = entries.map(([k, v]) => {
+    const key = `${inner}${JSON.stringify(k)}: `;
+    return key + formatJson(v, inner, key.length);
+  });
+  return `{\n${lines.join(',\n')}\n${indent}}`;
 }
 
 function checkTarget(t) {
@@ -58,14 +85,20 @@ async function main() {
     memory_gib: Math.round(totalmem() / 2 ** 30),
     node: process.version,
     platform: `${process.platform} ${process.arch}`,
-    load_average_at_start: (await import('node:os')).loadavg().map((x) => Number(x.toFixed(2))),
+    load_average_at_start: loadavg().map((x) => Number(x.toFixed(2))),
   };
   console.log(
     `Gatehouse benchmarks${args.quick ? ' (--quick)' : ''}: ${machine.cpu}, ${machine.nproc} cores, Node ${machine.node}` +
       `${process.env.GATEHOUSE_BENCH_DIST ? `, build ${DIST_DIR}` : ''}`,
   );
   const started = Date.now();
-  const report = { started_at: new Date(started).toISOString(), quick: args.quick, machine, dist: DIST_DIR, benchmarks: {} };
+  const report = {
+    started_at: new Date(started).toISOString(),
+    quick: args.quick,
+    machine,
+    dist: DIST_DIR,
+    benchmarks: {},
+  };
   mkdirSync(RESULTS_DIR, { recursive: true });
 
   for (const name of selected) {
@@ -86,12 +119,20 @@ async function main() {
       report.benchmarks[name] = { title: mod.title, skipped: result.skipped, seconds };
       continue;
     }
-    for (const table of result.tables ?? [{ title: mod.title, rows: result.rows, baseline: result.baseline }]) {
+    for (const table of result.tables ?? [
+      { title: mod.title, rows: result.rows, baseline: result.baseline },
+    ]) {
       const header = ['variant', 'ops/s', 'p50 µs', 'p99 µs', `× ${table.baselineLabel ?? 'baseline'}`];
       printTable(
         table.title,
         [header].concat(
-          table.rows.map((r) => [r.label ?? r.name, fmtOps(r.ops_per_s), fmtUs(r.p50_us), fmtUs(r.p99_us), fmtRatio(r.ratio)]),
+          table.rows.map((r) => [
+            r.label ?? r.name,
+            fmtOps(r.ops_per_s),
+            fmtUs(r.p50_us),
+            fmtUs(r.p99_us),
+            fmtRatio(r.ratio),
+          ]),
         ),
       );
     }
@@ -99,14 +140,19 @@ async function main() {
       const ok = checkTarget(t);
       t.met = ok;
       const value = t.format ? t.format(t.value) : Number.isFinite(t.value) ? t.value.toFixed(3) : '-';
-      console.log(`  target: ${t.what} ${t.op} ${t.target}: ${value}  ${ok === null ? '(not measured)' : ok ? 'MET' : 'MISSED'}`);
+      console.log(
+        `  target: ${t.what} ${t.op} ${t.target}: ${value}  ${ok === null ? '(not measured)' : ok ? 'MET' : 'MISSED'}`,
+      );
     }
     for (const n of result.notes ?? []) console.log(`  note: ${n}`);
     console.log(`  (${seconds.toFixed(1)} s)`);
     report.benchmarks[name] = {
       title: mod.title,
       seconds,
-      tables: (result.tables ?? [{ title: mod.title, rows: result.rows }]).map((t) => ({ title: t.title, rows: t.rows })),
+      tables: (result.tables ?? [{ title: mod.title, rows: result.rows }]).map((t) => ({
+        title: t.title,
+        rows: t.rows,
+      })),
       targets: (result.targets ?? []).map(({ format: _f, ...t }) => t),
       notes: result.notes ?? [],
       ...(result.extra ? { extra: result.extra } : {}),
@@ -114,7 +160,7 @@ async function main() {
   }
   report.seconds = (Date.now() - started) / 1000;
   const file = join(RESULTS_DIR, 'latest.json');
-  writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(file, `${formatJson(JSON.parse(JSON.stringify(report)))}\n`);
   console.log(`\nTotal ${report.seconds.toFixed(0)} s; results written to ${file}`);
 }
 

@@ -12,7 +12,13 @@ export function startServer(options, { startTimeoutMs = 120_000 } = {}) {
     env: process.env,
     // GATEHOUSE_BENCH_SERVER_PROF=<dir>: CPU profiles of the servers, for `node --cpu-prof` work.
     execArgv: process.env.GATEHOUSE_BENCH_SERVER_PROF
-      ? ['--cpu-prof', '--cpu-prof-interval', '200', '--cpu-prof-dir', process.env.GATEHOUSE_BENCH_SERVER_PROF]
+      ? [
+          '--cpu-prof',
+          '--cpu-prof-interval',
+          '200',
+          '--cpu-prof-dir',
+          process.env.GATEHOUSE_BENCH_SERVER_PROF,
+        ]
       : [],
   });
   return new Promise((resolve, reject) => {
@@ -32,7 +38,20 @@ export function startServer(options, { startTimeoutMs = 120_000 } = {}) {
         url: m.url,
         key: m.key,
         pid: m.pid,
-        rssBytes: () => rssOf(m.pid),
+        rssBytes: (field) => rssOf(m.pid, field),
+        /** Asks the server for its report (the receiver's arrivals). */
+        report() {
+          return new Promise((res) => {
+            const onMessage = (msg) => {
+              if (msg && 'report' in msg) {
+                child.off('message', onMessage);
+                res(msg.report);
+              }
+            };
+            child.on('message', onMessage);
+            child.send('report');
+          });
+        },
         async stop() {
           if (child.exitCode !== null) return;
           child.send('stop');
@@ -45,10 +64,15 @@ export function startServer(options, { startTimeoutMs = 120_000 } = {}) {
   });
 }
 
-/** Resident set size of a process in bytes (Linux /proc), or NaN. */
-export function rssOf(pid) {
+/**
+ * Resident set size of a process in bytes (Linux /proc), or NaN. `field` `RssAnon` is the part
+ * that is the process's own memory (heap, stacks), without mapped files and shared memory.
+ */
+export function rssOf(pid, field = 'VmRSS') {
   try {
-    const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
+    const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith(`${field}:`));
     return line ? Number(line.split(/\s+/)[1]) * 1024 : Number.NaN;
   } catch {
     return Number.NaN;

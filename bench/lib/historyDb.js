@@ -28,7 +28,14 @@ function rng(seed) {
   };
 }
 
-const ACTIONS = ['payments.transfer', 'email.send', 'files.delete', 'db.query', 'deploy.production', 'search.web'];
+const ACTIONS = [
+  'payments.transfer',
+  'email.send',
+  'files.delete',
+  'db.query',
+  'deploy.production',
+  'search.web',
+];
 const VERDICTS = ['Allow', 'Allow', 'Allow', 'Warn', 'Block'];
 const KEYS = ['budget.limit', 'user.email', 'task.goal', 'deploy.approved', 'quota.bytes', 'user.locale'];
 
@@ -42,7 +49,14 @@ function eventData(type, r, ids, at, sessionId, lastDecision) {
       const reasons =
         verdict === 'Allow'
           ? []
-          : [{ rule: 'over_budget', verdict, message: `Transfer of ${Math.floor(r() * 9000)} exceeds the budget of 5000.`, keys: ['budget.limit'] }];
+          : [
+              {
+                rule: 'over_budget',
+                verdict,
+                message: `Transfer of ${Math.floor(r() * 9000)} exceeds the budget of 5000.`,
+                keys: ['budget.limit'],
+              },
+            ];
       return {
         decision_id: decisionId,
         data: {
@@ -94,7 +108,12 @@ function eventData(type, r, ids, at, sessionId, lastDecision) {
     default:
       return {
         decision_id: lastDecision ?? ids('dec'),
-        data: { decision_id: lastDecision, action: 'payments.transfer', verdict: 'Allow', outcome: 'succeeded' },
+        data: {
+          decision_id: lastDecision,
+          action: 'payments.transfer',
+          verdict: 'Allow',
+          outcome: 'succeeded',
+        },
       };
   }
 }
@@ -117,7 +136,8 @@ export async function ensureHistoryDb(events, { log = () => {} } = {}) {
   const started = Date.now();
   log(`generating ${events.toLocaleString('en')} events in ${file} (kept for later runs) ...`);
   const tmp = `${base}.tmp.db`;
-  for (const f of [tmp, `${tmp}-wal`, `${tmp}-shm`, file, `${file}-wal`, `${file}-shm`]) rmSync(f, { force: true });
+  for (const f of [tmp, `${tmp}-wal`, `${tmp}-shm`, file, `${file}-wal`, `${file}-shm`])
+    rmSync(f, { force: true });
 
   // Schema and an API key through the store itself.
   const store = openSqliteStore({ filename: tmp });
@@ -151,7 +171,14 @@ export async function ensureHistoryDb(events, { log = () => {} } = {}) {
       // Sessions interleave as concurrent agents do: a session's events are spread over the log.
       const sessionId = `sess-${String(Math.floor(r() * sessions)).padStart(6, '0')}`;
       const x = r();
-      const type = x < 0.65 ? 'gate_evaluation' : x < 0.9 ? 'state_change' : x < 0.95 ? 'state_conflict' : 'action_outcome';
+      const type =
+        x < 0.65
+          ? 'gate_evaluation'
+          : x < 0.9
+            ? 'state_change'
+            : x < 0.95
+              ? 'state_conflict'
+              : 'action_outcome';
       const { decision_id, data } = eventData(type, r, ids, at, sessionId, lastDecisionOf.get(sessionId));
       if (type === 'gate_evaluation') lastDecisionOf.set(sessionId, decision_id);
       const eventId = ids('evt');
@@ -175,7 +202,8 @@ export async function ensureHistoryDb(events, { log = () => {} } = {}) {
   });
   while (seq < events) {
     writeBatch(Math.min(BATCH, events - seq));
-    if (seq % 200_000 === 0) log(`  ${seq.toLocaleString('en')} events, ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    if (seq % 200_000 === 0)
+      log(`  ${seq.toLocaleString('en')} events, ${((Date.now() - started) / 1000).toFixed(0)} s`);
   }
   db.pragma('wal_checkpoint(TRUNCATE)');
   db.close();

@@ -19,7 +19,12 @@ export function cannon({ url, connections, seconds, requests, headers = {} }) {
       (err, result) => {
         if (err) return reject(err);
         const elapsedMs = performance.now() - started;
-        resolve({ ...summarize(latencies, elapsedMs), non2xx, errors: result.errors, timeouts: result.timeouts });
+        resolve({
+          ...summarize(latencies, elapsedMs),
+          non2xx,
+          errors: result.errors,
+          timeouts: result.timeouts,
+        });
       },
     );
     instance.on('response', (_client, statusCode, _bytes, responseTimeMs) => {

@@ -89,7 +89,10 @@ export function fmtUs(n) {
 /** Prints an aligned table: `rows` are arrays of cells, the first row the header. */
 export function printTable(title, rows) {
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => String(r[c] ?? '').length)));
-  const line = (r) => r.map((cell, c) => (c === 0 ? String(cell).padEnd(widths[c]) : String(cell).padStart(widths[c]))).join('  ');
+  const line = (r) =>
+    r
+      .map((cell, c) => (c === 0 ? String(cell).padEnd(widths[c]) : String(cell).padStart(widths[c])))
+      .join('  ');
   console.log(`\n${title}`);
   console.log(line(rows[0]));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));

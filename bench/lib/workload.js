@@ -135,14 +135,21 @@ export function sessionItems(sessionId) {
     ['user.name', 'Ada Lovelace', 'fact', 'user_input'],
     ['user.locale', 'en-GB', 'preference', 'user_input'],
   ];
-  const items = fixed.map(([key, value, type, source]) => ({ session_id: sessionId, key, value, type, source }));
+  const items = fixed.map(([key, value, type, source]) => ({
+    session_id: sessionId,
+    key,
+    value,
+    type,
+    source,
+  }));
   const sources = ['user_input', 'tool_output', 'retrieval', 'agent_inference'];
   const types = ['fact', 'assumption', 'preference', 'constraint'];
   for (let i = items.length; i < 50; i += 1) {
     items.push({
       session_id: sessionId,
       key: `task.note_${String(i).padStart(2, '0')}`,
-      value: i % 3 === 0 ? String(i * 37) : `observation ${i}: the tool returned ${i * 7} rows from the index`,
+      value:
+        i % 3 === 0 ? String(i * 37) : `observation ${i}: the tool returned ${i * 7} rows from the index`,
       type: types[i % types.length],
       source: sources[i % sources.length],
     });
@@ -156,15 +163,36 @@ export const OWNER_SOURCES = ['system', 'user_input', 'tool_output', 'retrieval'
 /** Evaluate requests, one per action entry, with realistic params. */
 export function evaluateRequests(sessionId) {
   return [
-    { action: 'payments.transfer', params: { amount: 1200, currency: 'EUR', to: 'DE89370400440532013000', memo: 'invoice 2024-117' } },
+    {
+      action: 'payments.transfer',
+      params: { amount: 1200, currency: 'EUR', to: 'DE89370400440532013000', memo: 'invoice 2024-117' },
+    },
     { action: 'payments.refund', params: { amount: 80, order: 'ord_4471' } },
-    { action: 'email.send', params: { to: 'bob@partner.example', subject: 'Quarterly numbers', body: 'Hi Bob, the numbers are attached. Best, Ada' } },
+    {
+      action: 'email.send',
+      params: {
+        to: 'bob@partner.example',
+        subject: 'Quarterly numbers',
+        body: 'Hi Bob, the numbers are attached. Best, Ada',
+      },
+    },
     { action: 'files.delete', params: { path: '/tmp/build/cache', recursive: true } },
     { action: 'files.write', params: { path: '/home/ada/report.md', bytes: 4096 } },
-    { action: 'deploy.production', params: { service: 'billing', version: '2.14.1' }, context: { ticket: 'OPS-1182' } },
+    {
+      action: 'deploy.production',
+      params: { service: 'billing', version: '2.14.1' },
+      context: { ticket: 'OPS-1182' },
+    },
     { action: 'db.query', params: { sql: 'SELECT id, total FROM orders WHERE customer_id = 42 LIMIT 100' } },
-    { action: 'calendar.create', params: { title: 'Planning', hours: 1.5, attendees: ['bob@corp.example', 'eve@corp.example'] } },
+    {
+      action: 'calendar.create',
+      params: { title: 'Planning', hours: 1.5, attendees: ['bob@corp.example', 'eve@corp.example'] },
+    },
     { action: 'crm.update', params: { account: 'acc_991', field: 'stage', value: 'won' } },
-    { action: 'search.web', params: { query: 'sqlite wal synchronous normal durability' }, context: { origin: 'agent' } },
+    {
+      action: 'search.web',
+      params: { query: 'sqlite wal synchronous normal durability' },
+      context: { origin: 'agent' },
+    },
   ].map((r) => ({ session_id: sessionId, ...r }));
 }

@@ -2,9 +2,12 @@
 // argv[2] is a JSON options object:
 //   { mode: 'gatehouse', database, policyYaml?, seed?, keySecret?, mcp? }  the /v1 service as
 //       `gatehouse serve` composes it (createHttpApp + startHttpServer, SQLite file, pino at warn,
-//       default metrics); a fresh API key unless keySecret is given; seed = { session, items }.
+//       default metrics); a fresh API key unless keySecret is given; seed = { items } recorded
+//       first; mcp mounts /mcp.
 //   { mode: 'bare', body }  node:http answering `body` (JSON text) to every request, after
 //       reading and parsing the request body as the real server does.
+//   { mode: 'receiver' }  a webhook receiver: 204 to every POST, noting when each event (by its
+//       decision) arrived; 'report' sends them back.
 // Sends { ready, url, key, pid } to the parent over IPC; stops on 'stop' or when the parent goes.
 
 import { createServer } from 'node:http';
@@ -36,6 +39,32 @@ async function startBare() {
   };
 }
 
+/** A webhook receiver: 204 for everything, remembering when each event arrived (by decision). */
+async function startReceiver() {
+  const arrivals = {};
+  let count = 0;
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const at = performance.timeOrigin + performance.now();
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      count += 1;
+      const decisionId = body?.data?.decision_id;
+      if (typeof decisionId === 'string') arrivals[decisionId] = at;
+      res.writeHead(204);
+      res.end();
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    key: null,
+    report: () => ({ count, arrivals }),
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
 async function startGatehouse() {
   const core = await load('src/index.js');
   const { openSqliteStore } = await load('adapters/sqlite/index.js');
@@ -44,15 +73,12 @@ async function startGatehouse() {
   const log = pino({ level: 'warn' }, pino.destination(2));
   const store = openSqliteStore({ filename: options.database });
   const policy = options.policyYaml ? core.compilePolicy(options.policyYaml) : core.defaultPolicy();
-  let dispatcher;
-  const gatehouse = core.createGatehouse({
-    store,
-    policy,
-    ...(options.webhooks ? { onDeliveriesQueued: () => dispatcher?.wake() } : {}),
-  });
+  const gatehouse = core.createGatehouse({ store, policy });
   if (options.seed) {
     for (const item of options.seed.items) {
-      await gatehouse.recordState(item, { allowedSources: ['system', 'user_input', 'tool_output', 'retrieval', 'agent_inference'] });
+      await gatehouse.recordState(item, {
+        allowedSources: ['system', 'user_input', 'tool_output', 'retrieval', 'agent_inference'],
+      });
     }
   }
   let key = options.keySecret ?? null;
@@ -79,28 +105,24 @@ async function startGatehouse() {
     ...(mcp ? { mcp } : {}),
   });
   const server = await http.startHttpServer(app.fetch, { host: '127.0.0.1', port: 0 });
-  if (options.webhooks) {
-    const { createWebhookDispatcher } = await load('adapters/webhooks/index.js');
-    dispatcher = createWebhookDispatcher({
-      store,
-      urlPolicy: { allowInsecureLoopback: true },
-      onError: (err) => log.error({ err }, 'dispatcher'),
-    });
-    dispatcher.start();
-  }
   return {
     url: server.url,
     key,
     close: async () => {
       await server.close(1000);
-      await dispatcher?.close(2000);
       await store.close();
     },
   };
 }
 
-const running = options.mode === 'bare' ? await startBare() : await startGatehouse();
+const running =
+  options.mode === 'bare'
+    ? await startBare()
+    : options.mode === 'receiver'
+      ? await startReceiver()
+      : await startGatehouse();
 process.on('message', async (m) => {
+  if (m === 'report') process.send({ report: running.report?.() ?? null });
   if (m === 'stop') {
     await running.close().catch(() => undefined);
     process.exit(0);
