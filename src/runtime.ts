@@ -2,7 +2,7 @@
  * The injected dependencies of the core: time, IDs and randomness. Tests pass fixed ones so they
  * never sleep and every result is reproducible.
  */
-import { randomBytes as nodeRandomBytes } from 'node:crypto';
+import { randomBytes as nodeRandomBytes, randomFillSync } from 'node:crypto';
 import { monotonicFactory } from 'ulid';
 
 /** Returns the current time. */
@@ -25,9 +25,26 @@ export const systemClock: Clock = () => new Date();
  * @example createIdGenerator()('dec') // 'dec_01JD3…'
  */
 export function createIdGenerator(clock: Clock = systemClock): IdGenerator {
-  const next = monotonicFactory();
+  const next = monotonicFactory(pooledRandom());
   return (prefix) => `${prefix}_${next(clock().getTime()).toLowerCase()}`;
 }
 
 /** Random bytes from `node:crypto`. */
 export const systemRandomBytes: RandomBytes = (n) => new Uint8Array(nodeRandomBytes(n));
+
+/**
+ * A cryptographic PRNG for ULIDs, drawn from a pooled `randomFillSync` buffer: ulid's default
+ * asks WebCrypto once per character, which measured 8 % of an evaluation. A byte / 256 keeps
+ * `floor(x * 32)` uniform.
+ */
+function pooledRandom(): () => number {
+  const pool = new Uint8Array(4096);
+  let at = pool.length;
+  return () => {
+    if (at === pool.length) {
+      randomFillSync(pool);
+      at = 0;
+    }
+    return pool[at++]! / 256;
+  };
+}

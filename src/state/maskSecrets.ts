@@ -34,8 +34,29 @@ function walk(value: unknown, name: string, known: ReadonlySet<string>, depth: n
   );
 }
 
+/**
+ * Remembered verdicts for short strings under a name: decisions repeat the same rule names,
+ * verdicts and messages, and running every detector on each was a sixth of an evaluation.
+ * Bounded: cleared when full.
+ */
+const secretVerdicts = new Map<string, boolean>();
+const CACHE_ENTRIES = 4096;
+const CACHE_MAX_LENGTH = 256;
+
+function isSecret(name: string, value: string): boolean {
+  if (value.length > CACHE_MAX_LENGTH) return classify(name, value).sensitivity === 'secret';
+  const key = `${name}\u0000${value}`;
+  let secret = secretVerdicts.get(key);
+  if (secret === undefined) {
+    secret = classify(name, value).sensitivity === 'secret';
+    if (secretVerdicts.size >= CACHE_ENTRIES) secretVerdicts.clear();
+    secretVerdicts.set(key, secret);
+  }
+  return secret;
+}
+
 function maskString(value: string, name: string, known: ReadonlySet<string>): string {
-  if (classify(name, value).sensitivity === 'secret') return maskValue(value, 'secret');
+  if (isSecret(name, value)) return maskValue(value, 'secret');
   let out = value;
   for (const secret of known) {
     if (secret.length >= 4 && out.includes(secret)) out = out.split(secret).join(maskValue(secret, 'secret'));
