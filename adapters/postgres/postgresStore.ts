@@ -491,20 +491,21 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       { errors: [{ path: 'schema', message: `must match ${SCHEMA_NAME.source}` }] },
     );
   }
+  // Not the startup `options` parameter: an `options` in the URL would silently replace it.
+  // pg-pool awaits `onConnect` before it hands a new client out, so the schema is set first
+  // (a 'connect' listener would race the first query; pg warns about that).
+  const setSearchPath = `SET search_path TO ${quoteIdent(schema)}`;
   const pool = new pg.Pool({
     connectionString: options.connectionString,
     max: options.pool?.max ?? 10,
     idleTimeoutMillis: options.pool?.idleTimeoutMillis ?? 10_000,
     connectionTimeoutMillis: options.pool?.connectionTimeoutMillis ?? 10_000,
+    onConnect: async (client: pg.ClientBase) => {
+      await client.query(setSearchPath);
+    },
   });
   const onError = options.onError;
   pool.on('error', (error) => onError?.(error));
-  // Not the startup `options` parameter: an `options` in the URL would silently replace it.
-  // Queries queue per connection, so this runs before anything the pool hands the client for.
-  const setSearchPath = `SET search_path TO ${quoteIdent(schema)}`;
-  pool.on('connect', (client) => {
-    client.query(setSearchPath).catch((error: Error) => onError?.(error));
-  });
   if (options.migrate ?? true) {
     try {
       await migrate(pool, schema);
