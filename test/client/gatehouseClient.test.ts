@@ -18,20 +18,7 @@ import {
   type Store,
   systemRandomBytes,
 } from '../../src/index.js';
-
-const POLICY = `
-version: 1
-actions:
-  "payments.*":
-    requires:
-      - key: budget.limit
-        min_trust: user_input
-    rules:
-      - name: over_budget
-        when: "double(params.amount) > state['budget.limit'].number"
-        verdict: Block
-        message: "Transfer of {params.amount} exceeds the budget of {state['budget.limit'].value}"
-`;
+import { BUDGET_POLICY } from '../support/policies.js';
 
 let store: Store;
 let server: RunningServer;
@@ -70,7 +57,7 @@ async function rawServer(
 
 beforeAll(async () => {
   store = openSqliteStore();
-  const gatehouse = createGatehouse({ store, policy: compilePolicy(POLICY) });
+  const gatehouse = createGatehouse({ store, policy: compilePolicy(BUDGET_POLICY) });
   const app = createHttpApp({ gatehouse, rateLimit: false });
   server = await startHttpServer(app.fetch, { port: 0 });
   const { secret } = await createApiKey(

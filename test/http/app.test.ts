@@ -17,20 +17,7 @@ import {
   type Store,
   systemRandomBytes,
 } from '../../src/index.js';
-
-const POLICY = `
-version: 1
-actions:
-  "payments.*":
-    requires:
-      - key: budget.limit
-        min_trust: user_input
-    rules:
-      - name: over_budget
-        when: "double(params.amount) > state['budget.limit'].number"
-        verdict: Block
-        message: "Transfer of {params.amount} exceeds the budget of {state['budget.limit'].value}"
-`;
+import { BUDGET_POLICY } from '../support/policies.js';
 
 let store: Store;
 let gh: Gatehouse;
@@ -89,7 +76,7 @@ function expectProblem(r: Awaited<ReturnType<typeof call>>, status: number, code
 
 beforeEach(async () => {
   store = openSqliteStore();
-  gh = createGatehouse({ store, policy: compilePolicy(POLICY) });
+  gh = createGatehouse({ store, policy: compilePolicy(BUDGET_POLICY) });
   app = createHttpApp({ gatehouse: gh, rateLimit: false });
   admin = (await key(['admin'])).secret;
 });

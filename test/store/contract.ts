@@ -13,6 +13,7 @@ import {
   type Store,
   type StoredWebhook,
 } from '../../src/index.js';
+import { BUDGET_POLICY } from '../support/policies.js';
 
 /** How a test suite makes a fresh, empty store of one kind. */
 export interface StoreFactory {
@@ -31,20 +32,6 @@ export function manualClock(start = '2026-01-01T00:00:00.000Z') {
   };
   return clock;
 }
-
-const POLICY = `
-version: 1
-actions:
-  "payments.*":
-    requires:
-      - key: budget.limit
-        min_trust: user_input
-    rules:
-      - name: over_budget
-        when: "double(params.amount) > state['budget.limit'].number"
-        verdict: Block
-        message: "Transfer of {params.amount} exceeds the budget of {state['budget.limit'].value}"
-`;
 
 function item(over: Partial<Record<string, unknown>> = {}) {
   return {
@@ -77,7 +64,12 @@ export function runStoreContract(factory: StoreFactory): void {
     beforeEach(async () => {
       store = await factory.open();
       clock = manualClock();
-      gh = createGatehouse({ store, clock, ids: createIdGenerator(clock), policy: compilePolicy(POLICY) });
+      gh = createGatehouse({
+        store,
+        clock,
+        ids: createIdGenerator(clock),
+        policy: compilePolicy(BUDGET_POLICY),
+      });
     });
     afterEach(async () => {
       await store.close();
