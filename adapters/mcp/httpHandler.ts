@@ -3,6 +3,8 @@
  * caller's API key (tenant, scopes, sources), answers in plain JSON, and is closed afterwards.
  * Mounted at `/mcp` by `createHttpApp({ mcp })`, behind the same bearer auth and rate limit as `/v1`.
  */
+
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Logger } from 'pino';
 import type { Gatehouse, Principal } from '../../src/index.js';
@@ -48,14 +50,20 @@ function methodNotAllowed(method: string): Response {
 export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHandler {
   const log = options.logger;
   const maxRequestBodySize = options.maxBodyBytes ?? 64 * 1024;
-  return async (request, principal) => {
-    if (request.method !== 'POST') return methodNotAllowed(request.method);
-    // A stateless transport serves one request; so does the server connected to it.
-    const server = buildMcpServer({
+  // Building a server (five tools, their schemas and descriptions) costs more than the call it
+  // serves. A server serves one transport at a time, so idle servers wait in a small pool per
+  // caller context (tenant, scopes, sources) and are reconnected to each request's transport.
+  const idle = new Map<string, McpServer[]>();
+  const build = (principal: Principal) =>
+    buildMcpServer({
       gatehouse: options.gatehouse,
       context: { tenantId: principal.tenantId, allowedSources: principal.sources, scopes: principal.scopes },
       ...(log === undefined ? {} : { logger: log }),
     });
+  return async (request, principal) => {
+    if (request.method !== 'POST') return methodNotAllowed(request.method);
+    const key = JSON.stringify([principal.tenantId, principal.scopes, principal.sources]);
+    const server = idle.get(key)?.pop() ?? build(principal);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
@@ -63,12 +71,34 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     });
     transport.onerror = (error) =>
       log?.debug({ err: error.message, keyId: principal.keyId }, 'MCP HTTP request rejected');
+    let reusable = false;
     try {
       await server.connect(transport);
       // JSON mode: the response is complete when this resolves, so closing afterwards loses nothing.
-      return await transport.handleRequest(request);
+      const response = await transport.handleRequest(request);
+      reusable = true;
+      return response;
     } finally {
-      await server.close().catch((err: unknown) => log?.warn({ err }, 'MCP server close failed'));
+      await server.close().catch((err: unknown) => {
+        reusable = false;
+        log?.warn({ err }, 'MCP server close failed');
+      });
+      if (reusable) release(key, server);
     }
   };
+
+  function release(key: string, server: McpServer): void {
+    let servers = idle.get(key);
+    if (!servers) {
+      if (idle.size >= MAX_POOLED_CONTEXTS) idle.delete(idle.keys().next().value as string);
+      servers = [];
+      idle.set(key, servers);
+    }
+    if (servers.length < MAX_POOLED_SERVERS) servers.push(server);
+  }
 }
+
+/** Caller contexts whose idle servers are kept (oldest dropped first). */
+const MAX_POOLED_CONTEXTS = 64;
+/** Idle servers kept per context: enough for the requests one context has in flight. */
+const MAX_POOLED_SERVERS = 8;
