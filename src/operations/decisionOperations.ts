@@ -1,0 +1,154 @@
+/**
+ * Gate decisions: evaluating an action on the session's state, reading a decision, recording its outcome.
+ */
+import { GatehouseError } from '../errors.js';
+import type { ConflictView, StateView } from '../gate/index.js';
+import type { DecisionRecord, Gatehouse } from '../gatehouse.js';
+import { type Decision, EvaluateInputSchema, OutcomeInputSchema } from '../schemas.js';
+import { maskSecrets } from '../state/maskSecrets.js';
+import { parseInput } from '../validation.js';
+import { assertPlausibleId, type Core, notFound, numberOf } from './core.js';
+
+/** Gate decisions: evaluating an action on the session's state, reading a decision, recording its outcome. */
+export function decisionOperations(
+  core: Core,
+): Pick<Gatehouse, 'evaluate' | 'getDecision' | 'recordOutcome'> {
+  const { store, ids, clock, tenantOf, append, sessionSecrets } = core;
+  return {
+    async evaluate(rawInput, ctx) {
+      const input = parseInput(EvaluateInputSchema, rawInput, 'gate evaluation');
+      const tenantId = tenantOf(ctx);
+      const activePolicy = core.policy;
+      const [items, conflicts] = await Promise.all([
+        store.listItems(tenantId, input.session_id),
+        store.listConflicts(tenantId, { session_id: input.session_id, status: 'open' }),
+      ]);
+      const state: Record<string, StateView> = {};
+      const secrets = new Set<string>();
+      for (const item of items) {
+        state[item.key] = {
+          value: item.value,
+          number: numberOf(item.value),
+          type: item.type,
+          source: item.source,
+          trust: item.trust,
+          version: item.version,
+          status: item.status === 'conflicted' ? 'conflicted' : 'current',
+          updated_at: item.updated_at,
+        };
+        if (item.sensitivity === 'secret') secrets.add(item.value);
+      }
+      const conflictViews: ConflictView[] = conflicts.map((c) => ({
+        conflict_id: c.conflict_id,
+        key: c.key,
+        current_value: c.current.value,
+        proposed_value: c.proposed.value,
+        proposed_source: c.proposed.source,
+        created_at: c.created_at,
+      }));
+      const params = input.params ?? {};
+      const context = input.context ?? {};
+      const evaluatedAt = clock();
+      const result = activePolicy.evaluate({
+        action: input.action,
+        params,
+        context,
+        state,
+        conflicts: conflictViews,
+        now: evaluatedAt,
+      });
+      const stateVersions: Record<string, number> = {};
+      for (const key of result.keysRead) {
+        const view = state[key];
+        if (view) stateVersions[key] = view.version;
+      }
+      const decision: Decision = {
+        decision_id: ids('dec'),
+        verdict: result.verdict,
+        allowed: result.verdict !== 'Block',
+        reason: result.reason,
+        reasons: result.reasons,
+        shadow: result.shadow,
+        session_id: input.session_id,
+        action: input.action,
+        policy: { revision: activePolicy.revision },
+        state_versions: stateVersions,
+        evaluated_at: evaluatedAt.toISOString(),
+      };
+      const masked = maskSecrets(decision, 'decision', secrets) as Decision;
+      await store.transaction((tx) =>
+        append(tx, tenantId, [
+          {
+            type: 'gate_evaluation',
+            session_id: input.session_id,
+            decision_id: decision.decision_id,
+            data: {
+              ...masked,
+              params: maskSecrets(params, 'params', secrets),
+              context: maskSecrets(context, 'context', secrets),
+            },
+          },
+        ]),
+      );
+      return masked;
+    },
+
+    async getDecision(decisionId, ctx) {
+      assertPlausibleId(decisionId, 'Decision');
+      const [event] = await store.queryEvents(tenantOf(ctx), {
+        decision_id: decisionId,
+        type: 'gate_evaluation',
+        order: 'asc',
+        limit: 1,
+      });
+      if (!event) throw notFound(`Decision '${decisionId}'`);
+      return {
+        ...(event.data as unknown as Decision & Pick<DecisionRecord, 'params' | 'context'>),
+        event_id: event.event_id,
+      };
+    },
+
+    async recordOutcome(decisionId, rawInput, ctx) {
+      const input = parseInput(OutcomeInputSchema, rawInput, 'outcome');
+      assertPlausibleId(decisionId, 'Decision');
+      const tenantId = tenantOf(ctx);
+      return store.transaction(async (tx) => {
+        // The chain head lock serialises outcome writers, so two concurrent reports cannot both pass the check.
+        await tx.lockChainHead(tenantId);
+        const events = await tx.queryEvents(tenantId, { decision_id: decisionId, order: 'asc', limit: 2 });
+        const decision = events.find((e) => e.type === 'gate_evaluation');
+        if (!decision) throw notFound(`Decision '${decisionId}'`);
+        if (events.some((e) => e.type === 'action_outcome')) {
+          throw new GatehouseError(
+            'already_recorded',
+            `An outcome for decision '${decisionId}' is already recorded.`,
+          );
+        }
+        const [event] = await append(tx, tenantId, [
+          {
+            type: 'action_outcome',
+            session_id: decision.session_id,
+            decision_id: decisionId,
+            data: {
+              decision_id: decisionId,
+              action: decision.data['action'],
+              verdict: decision.data['verdict'],
+              outcome: input.outcome,
+              ...(input.detail === undefined
+                ? {}
+                : {
+                    detail: maskSecrets(
+                      input.detail,
+                      'detail',
+                      await sessionSecrets(tx, tenantId, decision.session_id),
+                    ),
+                  }),
+            },
+          },
+        ]);
+        const { decision_id: _d, ...rest } = event!;
+        return rest;
+      });
+    },
+  };
+}

@@ -1,0 +1,340 @@
+/**
+ * State items: recording with the conflict rule, reading versions, and resolving conflicts.
+ */
+import { GatehouseError } from '../errors.js';
+import type { Gatehouse } from '../gatehouse.js';
+import {
+  type Conflict,
+  RecordStateInputSchema,
+  ResolveConflictInputSchema,
+  type StateItem,
+} from '../schemas.js';
+import { canonicalKey, keyCategory } from '../state/canonicalKey.js';
+import { classify } from '../state/classify.js';
+import { decideWrite } from '../state/conflictRules.js';
+import { maskSecrets } from '../state/maskSecrets.js';
+import { parseInput } from '../validation.js';
+import { assertPlausibleId, type Core, type EventDraft, notFound } from './core.js';
+
+/** State items: recording with the conflict rule, reading versions, and resolving conflicts. */
+export function stateOperations(
+  core: Core,
+): Pick<
+  Gatehouse,
+  | 'recordState'
+  | 'getItem'
+  | 'getItemVersion'
+  | 'listItemVersions'
+  | 'listItems'
+  | 'listConflicts'
+  | 'getConflict'
+  | 'resolveConflict'
+> {
+  const {
+    store,
+    ids,
+    tenantOf,
+    now,
+    append,
+    valueData,
+    checkSource,
+    maxTrust,
+    sessionSecrets,
+    requireItem,
+    parseSession,
+  } = core;
+  return {
+    async recordState(rawInput, ctx) {
+      const input = parseInput(RecordStateInputSchema, rawInput, 'state item');
+      const key = canonicalKey(input.key);
+      if (!core.policy.types.includes(input.type)) {
+        throw new GatehouseError(
+          'invalid_request',
+          `Unknown type '${input.type}'; allowed: ${core.policy.types.join(', ')}.`,
+          { errors: [{ path: 'type', message: `must be one of ${core.policy.types.join(', ')}` }] },
+        );
+      }
+      const trust = checkSource(input.source, ctx, 'write state');
+      const { sensitivity } = classify(key, input.value);
+      const tenantId = tenantOf(ctx);
+      const metadata = input.metadata ?? {};
+
+      return store.transaction(async (tx) => {
+        const current = await tx.lockItem(tenantId, input.session_id, key);
+        const currentVersion = current?.version ?? 0;
+        if (input.expected_version !== undefined && input.expected_version !== currentVersion) {
+          throw new GatehouseError(
+            'version_conflict',
+            `Item '${key}' is at version ${currentVersion}, not the expected ${input.expected_version}.`,
+          );
+        }
+        const at = now();
+        const outcome = decideWrite(current, { value: input.value, type: input.type, trust });
+        if (outcome === 'unchanged') {
+          return { outcome, changed: false, item: current!, conflict: null, event_id: null };
+        }
+        if (outcome === 'conflict') {
+          const cur = current!;
+          const open = await tx.listConflicts(tenantId, {
+            session_id: input.session_id,
+            key,
+            status: 'open',
+          });
+          const same = open.find(
+            (c) =>
+              c.proposed.value === input.value &&
+              c.proposed.source === input.source &&
+              c.proposed.type === input.type,
+          );
+          if (same) return { outcome, changed: false, item: cur, conflict: same, event_id: null };
+          const conflict: Conflict = {
+            conflict_id: ids('cfl'),
+            session_id: input.session_id,
+            key,
+            status: 'open',
+            current: {
+              value: cur.value,
+              type: cur.type,
+              source: cur.source,
+              trust: cur.trust,
+              version: cur.version,
+            },
+            proposed: { value: input.value, type: input.type, source: input.source, trust, metadata },
+            resolution: null,
+            created_at: at,
+            resolved_at: null,
+          };
+          await tx.insertConflict(tenantId, conflict);
+          await tx.setItemStatus(tenantId, input.session_id, key, 'conflicted');
+          const [event] = await append(tx, tenantId, [
+            {
+              type: 'state_conflict',
+              session_id: input.session_id,
+              data: {
+                conflict_id: conflict.conflict_id,
+                key,
+                current: { ...conflict.current, value: valueData(cur) },
+                proposed: {
+                  value: valueData({ key, value: input.value, sensitivity }),
+                  type: input.type,
+                  source: input.source,
+                  trust,
+                },
+              },
+            },
+          ]);
+          return {
+            outcome,
+            changed: false,
+            item: { ...cur, status: 'conflicted' },
+            conflict,
+            event_id: event!.event_id,
+          };
+        }
+        // created or superseded: a new version; a higher-trust write settles open conflicts.
+        const settled =
+          current?.status === 'conflicted'
+            ? await tx.listConflicts(tenantId, { session_id: input.session_id, key, status: 'open' })
+            : [];
+        const item: StateItem = {
+          session_id: input.session_id,
+          key,
+          value: input.value,
+          type: input.type,
+          source: input.source,
+          trust,
+          sensitivity,
+          category: keyCategory(key),
+          version: currentVersion + 1,
+          status: 'current',
+          metadata,
+          updated_at: at,
+        };
+        await tx.insertItemVersion(tenantId, item);
+        const known =
+          Object.keys(metadata).length === 0
+            ? new Set<string>()
+            : await sessionSecrets(tx, tenantId, input.session_id);
+        for (const c of settled) {
+          await tx.updateConflict(tenantId, c.conflict_id, {
+            status: 'resolved',
+            resolution: 'superseded',
+            resolved_at: at,
+          });
+        }
+        const events = await append(tx, tenantId, [
+          {
+            type: 'state_change',
+            session_id: input.session_id,
+            data: {
+              key,
+              version: item.version,
+              previous_version: current?.version ?? null,
+              value: valueData(item),
+              type: item.type,
+              source: item.source,
+              trust,
+              sensitivity,
+              category: item.category,
+              metadata: maskSecrets(metadata, `${key}.metadata`, known),
+            },
+          },
+          ...settled.map((c) => ({
+            type: 'conflict_resolved' as const,
+            session_id: input.session_id,
+            data: { conflict_id: c.conflict_id, key, resolution: 'superseded', version: item.version },
+          })),
+        ]);
+        return { outcome, changed: true, item, conflict: null, event_id: events[0]!.event_id };
+      });
+    },
+
+    async getItem(sessionId, key, ctx) {
+      return requireItem(tenantOf(ctx), parseSession(sessionId), canonicalKey(key));
+    },
+
+    async getItemVersion(sessionId, key, version, ctx) {
+      const k = canonicalKey(key);
+      if (!Number.isInteger(version) || version < 1) {
+        throw new GatehouseError('invalid_request', 'version must be a positive integer.', {
+          errors: [{ path: 'version', message: 'must be a positive integer' }],
+        });
+      }
+      const item = await store.getItemVersion(tenantOf(ctx), parseSession(sessionId), k, version);
+      if (!item) throw notFound(`Version ${version} of '${k}' in session '${sessionId}'`);
+      return item;
+    },
+
+    async listItemVersions(sessionId, key, ctx) {
+      const k = canonicalKey(key);
+      const versions = await store.listItemVersions(tenantOf(ctx), parseSession(sessionId), k);
+      if (versions.length === 0) throw notFound(`State item '${k}' in session '${sessionId}'`);
+      return versions;
+    },
+
+    async listItems(sessionId, ctx) {
+      return store.listItems(tenantOf(ctx), parseSession(sessionId));
+    },
+
+    async listConflicts(query = {}, ctx) {
+      return store.listConflicts(tenantOf(ctx), {
+        session_id: query.session_id === undefined ? undefined : parseSession(query.session_id),
+        key: query.key === undefined ? undefined : canonicalKey(query.key),
+        status: query.status,
+      });
+    },
+
+    async getConflict(conflictId, ctx) {
+      assertPlausibleId(conflictId, 'Conflict');
+      const conflict = await store.getConflict(tenantOf(ctx), conflictId);
+      if (!conflict) throw notFound(`Conflict '${conflictId}'`);
+      return conflict;
+    },
+
+    async resolveConflict(conflictId, rawInput, ctx) {
+      const input = parseInput(ResolveConflictInputSchema, rawInput, 'resolution');
+      assertPlausibleId(conflictId, 'Conflict');
+      const tenantId = tenantOf(ctx);
+      return store.transaction(async (tx) => {
+        const found = await tx.getConflict(tenantId, conflictId);
+        if (!found) throw notFound(`Conflict '${conflictId}'`);
+        const current = await tx.lockItem(tenantId, found.session_id, found.key);
+        // Read again under the item lock: a concurrent resolver may have settled it meanwhile.
+        const conflict = (await tx.getConflict(tenantId, conflictId)) ?? found;
+        if (conflict.status !== 'open' || !current) {
+          throw new GatehouseError('version_conflict', `Conflict '${conflictId}' is already resolved.`);
+        }
+        if (maxTrust(ctx) < current.trust) {
+          throw new GatehouseError(
+            'forbidden',
+            `Resolving this conflict needs trust ${current.trust} (source '${current.source}'); this caller may claim at most ${maxTrust(ctx)}.`,
+          );
+        }
+        const at = now();
+        const open = await tx.listConflicts(tenantId, {
+          session_id: conflict.session_id,
+          key: conflict.key,
+          status: 'open',
+        });
+        const resolved: Conflict = {
+          ...conflict,
+          status: 'resolved',
+          resolution: input.resolution,
+          resolved_at: at,
+        };
+        await tx.updateConflict(tenantId, conflictId, resolved);
+        const drafts: EventDraft[] = [];
+        let version: number = current.version;
+        const known = await sessionSecrets(tx, tenantId, conflict.session_id);
+        if (classify(conflict.key, conflict.proposed.value).sensitivity === 'secret') {
+          known.add(conflict.proposed.value);
+        }
+        if (input.resolution === 'accept_proposed') {
+          const p = conflict.proposed;
+          const item: StateItem = {
+            ...current,
+            value: p.value,
+            type: p.type,
+            source: p.source,
+            trust: p.trust,
+            sensitivity: classify(conflict.key, p.value).sensitivity,
+            version: current.version + 1,
+            status: 'current',
+            metadata: p.metadata,
+            updated_at: at,
+          };
+          version = item.version;
+          await tx.insertItemVersion(tenantId, item);
+          drafts.push({
+            type: 'state_change',
+            session_id: conflict.session_id,
+            data: {
+              key: conflict.key,
+              version: item.version,
+              previous_version: current.version,
+              value: valueData(item),
+              type: item.type,
+              source: item.source,
+              trust: item.trust,
+              sensitivity: item.sensitivity,
+              category: item.category,
+              metadata: maskSecrets(item.metadata, `${conflict.key}.metadata`, known),
+              conflict_id: conflictId,
+            },
+          });
+        }
+        drafts.push({
+          type: 'conflict_resolved',
+          session_id: conflict.session_id,
+          data: {
+            conflict_id: conflictId,
+            key: conflict.key,
+            resolution: input.resolution,
+            version,
+            ...(input.note === undefined ? {} : { note: maskSecrets(input.note, 'note', known) }),
+          },
+        });
+        const others = open.filter((c) => c.conflict_id !== conflictId);
+        if (input.resolution === 'accept_proposed') {
+          // The others disagreed with a value that is no longer current.
+          for (const c of others) {
+            await tx.updateConflict(tenantId, c.conflict_id, {
+              status: 'resolved',
+              resolution: 'superseded',
+              resolved_at: at,
+            });
+            drafts.push({
+              type: 'conflict_resolved',
+              session_id: c.session_id,
+              data: { conflict_id: c.conflict_id, key: c.key, resolution: 'superseded', version },
+            });
+          }
+        } else if (others.length === 0) {
+          await tx.setItemStatus(tenantId, conflict.session_id, conflict.key, 'current');
+        }
+        await append(tx, tenantId, drafts);
+        return resolved;
+      });
+    },
+  };
+}

@@ -1,0 +1,136 @@
+/**
+ * Webhook subscriptions and their deliveries.
+ */
+import { GatehouseError } from '../errors.js';
+import type { Gatehouse } from '../gatehouse.js';
+import { CreateWebhookInputSchema, isPlausibleId, RotateSecretInputSchema } from '../schemas.js';
+import type { StoredWebhook } from '../store.js';
+import { parseInput } from '../validation.js';
+import { generateWebhookSecret } from '../webhooks/index.js';
+import { assertPlausibleId, type Core, notFound, publicWebhook } from './core.js';
+
+/** Webhook subscriptions and their deliveries. */
+export function webhookOperations(
+  core: Core,
+): Pick<
+  Gatehouse,
+  | 'createWebhook'
+  | 'listWebhooks'
+  | 'getWebhook'
+  | 'deleteWebhook'
+  | 'rotateWebhookSecret'
+  | 'enableWebhook'
+  | 'listDeliveries'
+  | 'redeliver'
+> {
+  const { store, ids, clock, randomBytes, tenantOf, now, checkWebhookUrl, requireWebhook } = core;
+  return {
+    async createWebhook(rawInput, ctx) {
+      const input = parseInput(CreateWebhookInputSchema, rawInput, 'webhook');
+      await checkWebhookUrl(input.url);
+      const at = now();
+      const secret = generateWebhookSecret(randomBytes);
+      const webhook: StoredWebhook = {
+        id: ids('whk'),
+        url: input.url,
+        events: [...new Set(input.events)],
+        filter: input.filter ?? null,
+        description: input.description ?? null,
+        status: 'active',
+        secrets: [{ secret, created_at: at, expires_at: null }],
+        created_at: at,
+        updated_at: at,
+      };
+      await store.transaction((tx) => tx.insertWebhook(tenantOf(ctx), webhook));
+      return { ...publicWebhook(webhook), secret };
+    },
+
+    async listWebhooks(ctx) {
+      return (await store.listWebhooks(tenantOf(ctx))).map(publicWebhook);
+    },
+
+    async getWebhook(webhookId, ctx) {
+      return publicWebhook(await requireWebhook(tenantOf(ctx), webhookId));
+    },
+
+    async deleteWebhook(webhookId, ctx) {
+      assertPlausibleId(webhookId, 'Webhook');
+      const deleted = await store.transaction((tx) => tx.deleteWebhook(tenantOf(ctx), webhookId));
+      if (!deleted) throw notFound(`Webhook '${webhookId}'`);
+    },
+
+    async rotateWebhookSecret(webhookId, rawInput = {}, ctx) {
+      const input = parseInput(RotateSecretInputSchema, rawInput, 'rotation');
+      assertPlausibleId(webhookId, 'Webhook');
+      const tenantId = tenantOf(ctx);
+      const at = clock();
+      const secret = generateWebhookSecret(randomBytes);
+      const updated = await store.transaction(async (tx) => {
+        const webhook = await tx.getWebhook(tenantId, webhookId);
+        if (!webhook) throw notFound(`Webhook '${webhookId}'`);
+        const until = new Date(at.getTime() + input.overlap_seconds * 1000).toISOString();
+        const secrets = [
+          ...webhook.secrets
+            .filter((s) => s.expires_at === null || s.expires_at > at.toISOString())
+            .map((s) => ({
+              ...s,
+              expires_at: s.expires_at === null || s.expires_at > until ? until : s.expires_at,
+            }))
+            .filter((s) => input.overlap_seconds > 0 && s.expires_at !== null),
+          { secret, created_at: at.toISOString(), expires_at: null },
+        ];
+        await tx.updateWebhook(tenantId, webhookId, { secrets, updated_at: at.toISOString() });
+        return { ...webhook, secrets, updated_at: at.toISOString() };
+      });
+      return { ...publicWebhook(updated), secret };
+    },
+
+    async enableWebhook(webhookId, ctx) {
+      assertPlausibleId(webhookId, 'Webhook');
+      const tenantId = tenantOf(ctx);
+      return store.transaction(async (tx) => {
+        const webhook = await tx.getWebhook(tenantId, webhookId);
+        if (!webhook) throw notFound(`Webhook '${webhookId}'`);
+        const at = now();
+        await tx.updateWebhook(tenantId, webhookId, { status: 'active', updated_at: at });
+        return publicWebhook({ ...webhook, status: 'active', updated_at: at });
+      });
+    },
+
+    async listDeliveries(webhookId, query = {}, ctx) {
+      const tenantId = tenantOf(ctx);
+      await requireWebhook(tenantId, webhookId);
+      const limit = query.limit ?? 50;
+      if (!Number.isInteger(limit) || limit < 1 || limit > 500) {
+        throw new GatehouseError('invalid_request', 'limit must be an integer from 1 to 500.', {
+          errors: [{ path: 'limit', message: 'must be an integer from 1 to 500' }],
+        });
+      }
+      if (query.before_id !== undefined && !isPlausibleId(query.before_id)) {
+        throw new GatehouseError('invalid_request', 'before_id must be a delivery ID.', {
+          errors: [{ path: 'before_id', message: 'must be a delivery ID (printable ASCII)' }],
+        });
+      }
+      return store.listDeliveries(tenantId, webhookId, {
+        status: query.status,
+        limit,
+        before_id: query.before_id,
+      });
+    },
+
+    async redeliver(webhookId, deliveryId, ctx) {
+      if (!isPlausibleId(webhookId)) throw notFound(`Delivery '${deliveryId}'`);
+      assertPlausibleId(deliveryId, 'Delivery');
+      const tenantId = tenantOf(ctx);
+      const delivery = await store.transaction(async (tx) => {
+        const found = await tx.getDelivery(tenantId, deliveryId);
+        if (!found || found.webhook_id !== webhookId) throw notFound(`Delivery '${deliveryId}'`);
+        const at = now();
+        await tx.resetDelivery(tenantId, deliveryId, at, at);
+        return (await tx.getDelivery(tenantId, deliveryId))!;
+      });
+      core.onDeliveriesQueued?.();
+      return delivery;
+    },
+  };
+}
