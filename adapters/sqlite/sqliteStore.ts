@@ -54,6 +54,14 @@ export interface SqliteStoreOptions {
    * @default 'normal'
    */
   durability?: 'normal' | 'full';
+  /**
+   * WAL pages written between automatic checkpoints. Each evaluation writes several pages (the
+   * event, its indexes, the chain head), so SQLite's 1000 checkpointed every ~150 decisions and
+   * its fsyncs were most of the p99; 10,000 (a WAL of up to ~40 MB) measured +35 % evaluations/s
+   * and p99 2.8 ms -> 0.45 ms (`node bench/run.js evaluate`).
+   * @default 10000
+   */
+  walAutocheckpointPages?: number;
 }
 
 /** The SQLite Store, with its connection for tools that need raw SQL (export, tests). */
@@ -135,6 +143,7 @@ export function openSqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
   db.pragma(`synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
+  db.pragma(`wal_autocheckpoint = ${options.walAutocheckpointPages ?? 10_000}`);
   migrate(db);
   return new SqliteStoreImpl(db);
 }

@@ -32,4 +32,5 @@ export function applyStorePragmas(db) {
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
+  db.pragma('wal_autocheckpoint = 10000');
 }
