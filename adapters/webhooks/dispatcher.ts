@@ -12,6 +12,7 @@ import {
   buildWebhookPayload,
   type ClaimedDelivery,
   classifyDeliveryResponse,
+  isSecretActive,
   nextRetryDelay,
   type OutboxStore,
   parseRetryAfter,
@@ -113,9 +114,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     const { delivery, webhook, event, tenant_id: tenantId } = claimed;
     const started = clock();
     const nowIso = started.toISOString();
-    const secrets = webhook.secrets
-      .filter((s) => s.expires_at === null || s.expires_at > nowIso)
-      .map((s) => s.secret);
+    const secrets = webhook.secrets.filter((s) => isSecretActive(s, nowIso)).map((s) => s.secret);
     const body = buildWebhookPayload(event);
     const timestamp = Math.floor(started.getTime() / 1000);
     let statusCode: number | null = null;

@@ -6,7 +6,7 @@ import type { Gatehouse } from '../gatehouse.js';
 import { CreateWebhookInputSchema, isPlausibleId, RotateSecretInputSchema } from '../schemas.js';
 import type { StoredWebhook } from '../store.js';
 import { parseInput } from '../validation.js';
-import { generateWebhookSecret } from '../webhooks/index.js';
+import { generateWebhookSecret, isSecretActive } from '../webhooks/index.js';
 import { assertPlausibleId, type Core, notFound, publicWebhook } from './core.js';
 
 /** Webhook subscriptions and their deliveries. */
@@ -68,17 +68,19 @@ export function webhookOperations(
       const updated = await store.transaction(async (tx) => {
         const webhook = await tx.getWebhook(tenantId, webhookId);
         if (!webhook) throw notFound(`Webhook '${webhookId}'`);
+        const nowIso = at.toISOString();
         const until = new Date(at.getTime() + input.overlap_seconds * 1000).toISOString();
-        const secrets = [
-          ...webhook.secrets
-            .filter((s) => s.expires_at === null || s.expires_at > at.toISOString())
-            .map((s) => ({
-              ...s,
-              expires_at: s.expires_at === null || s.expires_at > until ? until : s.expires_at,
-            }))
-            .filter((s) => input.overlap_seconds > 0 && s.expires_at !== null),
-          { secret, created_at: at.toISOString(), expires_at: null },
-        ];
+        // The secrets still signing keep doing so for the overlap, never longer than they would have.
+        const overlapping =
+          input.overlap_seconds === 0
+            ? []
+            : webhook.secrets
+                .filter((s) => isSecretActive(s, nowIso))
+                .map((s) => ({
+                  ...s,
+                  expires_at: s.expires_at === null || s.expires_at > until ? until : s.expires_at,
+                }));
+        const secrets = [...overlapping, { secret, created_at: nowIso, expires_at: null }];
         await tx.updateWebhook(tenantId, webhookId, { secrets, updated_at: at.toISOString() });
         return { ...webhook, secrets, updated_at: at.toISOString() };
       });

@@ -16,6 +16,7 @@ export {
 export {
   decodeWebhookSecret,
   generateWebhookSecret,
+  isSecretActive,
   MIN_WEBHOOK_SECRET_BYTES,
   WEBHOOK_SECRET_BYTES,
   WEBHOOK_SECRET_PREFIX,

@@ -53,3 +53,11 @@ export function decodeWebhookSecret(secret: string): Buffer {
   }
   return key;
 }
+
+/**
+ * True when a stored secret still signs at `nowIso`: the newest one (no expiry) or an older one
+ * inside its rotation overlap.
+ */
+export function isSecretActive(secret: { expires_at: string | null }, nowIso: string): boolean {
+  return secret.expires_at === null || secret.expires_at > nowIso;
+}
