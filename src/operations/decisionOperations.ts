@@ -19,10 +19,11 @@ export function decisionOperations(
       const input = parseInput(EvaluateInputSchema, rawInput, 'gate evaluation');
       const tenantId = tenantOf(ctx);
       const activePolicy = core.policy;
-      const [items, conflicts] = await Promise.all([
-        store.listItems(tenantId, input.session_id),
-        store.listConflicts(tenantId, { session_id: input.session_id, status: 'open' }),
-      ]);
+      const items = await store.listItems(tenantId, input.session_id);
+      // An open conflict always marks its item conflicted, so most sessions need no second query.
+      const conflicts = items.some((i) => i.status === 'conflicted')
+        ? await store.listConflicts(tenantId, { session_id: input.session_id, status: 'open' })
+        : [];
       const state: Record<string, StateView> = {};
       const secrets = new Set<string>();
       for (const item of items) {
