@@ -2,7 +2,7 @@
  * The real `gatehouse` process on loopback: the two-command start, the README walk-through run
  * as written, the in-process example, and the CLI's other commands.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,51 +11,12 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../../adapters/webhooks/index.js';
+import { type ServeProcess, startServe, stopServe } from '../reliability/fixtures.js';
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '../..');
 const cli = join(root, 'dist/adapters/cli/main.js');
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-cli-'));
-
-/** Starts `gatehouse serve` and resolves with its URL, key and the process. */
-async function serve(
-  args: string[],
-): Promise<{ proc: ChildProcess; url: string; key: string | undefined; out: () => string }> {
-  const proc = spawn(process.execPath, [cli, 'serve', '--port', '0', ...args], {
-    cwd: dir,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, GATEHOUSE_LOG_LEVEL: 'warn' },
-  });
-  let out = '';
-  let err = '';
-  proc.stdout!.on('data', (d) => {
-    out += d;
-  });
-  proc.stderr!.on('data', (d) => {
-    err += d;
-  });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${out}\n${err}`)), 20_000);
-    const check = () => {
-      if (/Stop with Ctrl-C/.test(out)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    proc.stdout!.on('data', check);
-    proc.on('exit', (code) => reject(new Error(`serve exited ${code}:\n${out}\n${err}`)));
-  });
-  const url = /listening on (http:\/\/\S+)/.exec(out)![1]!;
-  const key = /export GATEHOUSE_KEY=(\S+)/.exec(out)?.[1];
-  return { proc, url, key, out: () => out + err };
-}
-
-function stop(proc: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => {
-    proc.once('exit', (code) => resolve(code));
-    proc.kill('SIGTERM');
-  });
-}
 
 function block(name: string): string {
   const readme = readFileSync(join(root, 'README.md'), 'utf8');
@@ -66,7 +27,7 @@ function block(name: string): string {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('gatehouse serve', () => {
-  let server: Awaited<ReturnType<typeof serve>>;
+  let server: ServeProcess;
   const db = join(dir, 'serve.db');
 
   // Tests never resolve names or leave loopback: the walk-through's webhook URL is swapped for a
@@ -88,17 +49,17 @@ describe('gatehouse serve', () => {
     });
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
     receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/gatehouse`;
-    server = await serve(['--database', db, '--allow-insecure-loopback-webhooks']);
+    server = await startServe(['--database', db, '--allow-insecure-loopback-webhooks'], { cwd: dir });
   });
   afterAll(async () => {
-    if (server.proc.exitCode === null) await stop(server.proc);
+    await stopServe(server);
     receiver.closeAllConnections();
     receiver.close();
   });
 
   it('prints an admin key once, with how to use it', () => {
     expect(server.key).toMatch(/^gh_/);
-    expect(server.out()).toContain('curl -s -X POST');
+    expect(server.stdout()).toContain('curl -s -X POST');
   });
 
   it('runs the README walk-through as written', async () => {
@@ -181,11 +142,11 @@ describe('gatehouse serve', () => {
   });
 
   it('stops cleanly on SIGTERM and prints no key on the next start', async () => {
-    expect(await stop(server.proc)).toBe(0);
-    const again = await serve(['--database', db, '--allow-insecure-loopback-webhooks']);
+    expect(await stopServe(server)).toBe(0);
+    const again = await startServe(['--database', db, '--allow-insecure-loopback-webhooks'], { cwd: dir });
     expect(again.key).toBeUndefined();
-    expect(again.out()).toContain('API keys exist already');
-    expect(await stop(again.proc)).toBe(0);
+    expect(again.stdout()).toContain('API keys exist already');
+    expect(await stopServe(again)).toBe(0);
   });
 });
 
