@@ -44,11 +44,14 @@ function remember(map: Map<string, string>, key: string, value: string): void {
  * on; `createAgent` with such a middleware rejects `agent.invoke`. For a clean, model-readable
  * answer inside `createAgent`, use {@link gatehouseMiddleware} instead.
  *
- * The session is `sessionId`, else the run's `thread_id` (agents copy `configurable.thread_id`
- * into callback metadata), else `metadata.session_id`; with none the tool does not run.
+ * The session is `sessionId`, else `metadata.thread_id`, else `metadata.session_id`; with none
+ * the tool does not run. A handler sees the run's `metadata`, never its `configurable`:
+ * LangGraph (`createAgent`, graphs) copies `configurable.thread_id` into the metadata, while a
+ * bare `tool.invoke` or a `RunnableSequence` needs `{ metadata: { thread_id } }`.
  * @example
  * const handler = new GatehouseCallbackHandler({ backend: gatehouse });
  * await agent.invoke({ messages }, { callbacks: [handler], configurable: { thread_id: 'session-42' } });
+ * await someTool.invoke(args, { callbacks: [handler], metadata: { thread_id: 'session-42' } });
  */
 export class GatehouseCallbackHandler extends BaseCallbackHandler {
   name = 'gatehouse';
@@ -111,7 +114,7 @@ export class GatehouseCallbackHandler extends BaseCallbackHandler {
     if (toolCallId !== undefined) this.#calledNames.delete(toolCallId);
     const action = resolveToolName({ serialized: tool, runName, metadata, calledName });
     const sessionId = firstString(this.#options.sessionId, metadata?.['thread_id'], metadata?.['session_id']);
-    if (sessionId === undefined) throw missingSessionError(action);
+    if (sessionId === undefined) throw missingSessionError(action, 'metadata');
 
     const decision = await this.#options.backend.evaluate({
       session_id: sessionId,

@@ -11,7 +11,9 @@ export interface GateOptions {
   backend: GateBackend;
   /**
    * The session every tool call is evaluated in.
-   * @default the run's `configurable.thread_id` (then `session_id`); none at all is an error
+   * @default the middleware: the run's `configurable.thread_id` (then `session_id`); the
+   * callback handler: `metadata.thread_id` (then `session_id`), which LangGraph fills from
+   * `configurable.thread_id`. None at all is an error.
    */
   sessionId?: string;
   /**
@@ -59,12 +61,24 @@ export function firstString(...candidates: unknown[]): string | undefined {
   return undefined;
 }
 
-/** The error for a tool call with no session: fail closed, and say how to fix it. */
-export function missingSessionError(action: string): GatehouseError {
+/**
+ * Where a face reads the session: the middleware and the record-state tool get the run's
+ * `configurable`; a callback handler gets only the callback `metadata` (LangGraph copies
+ * `configurable.thread_id` into it; @langchain/core passes `configurable` to tracers alone).
+ */
+export type SessionPlace = 'configurable' | 'metadata';
+
+/** The error for a tool call with no session: fail closed, and say how to fix it for `place`. */
+export function missingSessionError(action: string, place: SessionPlace): GatehouseError {
+  const how =
+    place === 'configurable'
+      ? 'or run the agent with { configurable: { thread_id } }.'
+      : 'or run with { metadata: { thread_id } }. LangGraph agents and graphs copy configurable.thread_id ' +
+        'into the metadata; a bare tool.invoke or a RunnableSequence does not, and LangChain hands a ' +
+        'callback handler the metadata only.';
   return new GatehouseError(
     'invalid_request',
-    `Gatehouse cannot gate '${action}': no session. Pass sessionId to the Gatehouse handler or middleware, ` +
-      `or run the agent with { configurable: { thread_id } }.`,
+    `Gatehouse cannot gate '${action}': no session. Pass sessionId, ${how}`,
   );
 }
 

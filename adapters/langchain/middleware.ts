@@ -69,7 +69,7 @@ export function gatehouseMiddleware(options: GatehouseMiddlewareOptions): AgentM
       const action = toolCall.name;
       const configurable = request.runtime.configurable;
       const sessionId = firstString(options.sessionId, configurable?.thread_id, configurable?.['session_id']);
-      if (sessionId === undefined) throw missingSessionError(action);
+      if (sessionId === undefined) throw missingSessionError(action, 'configurable');
 
       const decision = await options.backend.evaluate({
         session_id: sessionId,

@@ -67,7 +67,7 @@ export function createRecordStateTool(options: RecordStateToolOptions) {
         configurable?.['session_id'],
         config?.metadata?.['session_id'],
       );
-      if (sessionId === undefined) throw missingSessionError(options.name ?? 'record_state');
+      if (sessionId === undefined) throw missingSessionError(options.name ?? 'record_state', 'configurable');
       try {
         const result = await options.backend.recordState({
           session_id: sessionId,
