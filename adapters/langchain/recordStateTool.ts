@@ -7,7 +7,7 @@ import { tool } from '@langchain/core/tools';
 import { z } from 'zod';
 import { isGatehouseError } from '../../src/index.js';
 import type { GateBackend } from './gateBackend.js';
-import { firstString, missingSessionError } from './gateOptions.js';
+import { requireSession } from './sessionRule.js';
 
 /** Options for {@link createRecordStateTool}. */
 export interface RecordStateToolOptions {
@@ -60,14 +60,11 @@ export function createRecordStateTool(options: RecordStateToolOptions) {
   });
   return tool(
     async (input, config) => {
-      const configurable = config?.configurable as Record<string, unknown> | undefined;
-      const sessionId = firstString(
-        options.sessionId,
-        configurable?.['thread_id'],
-        configurable?.['session_id'],
-        config?.metadata?.['session_id'],
-      );
-      if (sessionId === undefined) throw missingSessionError(options.name ?? 'record_state', 'configurable');
+      const sessionId = requireSession(options.name ?? 'record_state', {
+        pinned: options.sessionId,
+        configurable: config?.configurable,
+        metadata: config?.metadata,
+      });
       try {
         const result = await options.backend.recordState({
           session_id: sessionId,
