@@ -32,6 +32,7 @@ export {
   combineVerdicts,
   compilePolicy,
   DEFAULT_POLICY_YAML,
+  DEFAULT_TYPES,
   defaultPolicy,
   type GateInput,
   type GateReason,

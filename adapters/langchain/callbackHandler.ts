@@ -6,16 +6,8 @@
 import { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import type { Serialized } from '@langchain/core/load/serializable';
 import type { LLMResult } from '@langchain/core/outputs';
-import type { Decision } from '../../src/index.js';
 import { ActionBlockedError } from './actionBlockedError.js';
-import {
-  firstString,
-  type GateOptions,
-  missingSessionError,
-  recordOutcomeSafely,
-  shortDetail,
-  toolMessageText,
-} from './gateOptions.js';
+import { type GateOptions, gateToolCall, recordToolError, recordToolResult } from './toolCallGate.js';
 import { resolveToolName, toolParams } from './toolIdentity.js';
 
 /** Options for {@link GatehouseCallbackHandler}. */
@@ -44,11 +36,14 @@ function remember(map: Map<string, string>, key: string, value: string): void {
  * on; `createAgent` with such a middleware rejects `agent.invoke`. For a clean, model-readable
  * answer inside `createAgent`, use {@link gatehouseMiddleware} instead.
  *
- * The session is `sessionId`, else the run's `thread_id` (agents copy `configurable.thread_id`
- * into callback metadata), else `metadata.session_id`; with none the tool does not run.
+ * The session is `sessionId`, else `metadata.thread_id`, else `metadata.session_id`; with none
+ * the tool does not run. A handler sees the run's `metadata`, never its `configurable`:
+ * LangGraph (`createAgent`, graphs) copies `configurable.thread_id` into the metadata, while a
+ * bare `tool.invoke` or a `RunnableSequence` needs `{ metadata: { thread_id } }`.
  * @example
  * const handler = new GatehouseCallbackHandler({ backend: gatehouse });
  * await agent.invoke({ messages }, { callbacks: [handler], configurable: { thread_id: 'session-42' } });
+ * await someTool.invoke(args, { callbacks: [handler], metadata: { thread_id: 'session-42' } });
  */
 export class GatehouseCallbackHandler extends BaseCallbackHandler {
   name = 'gatehouse';
@@ -110,52 +105,26 @@ export class GatehouseCallbackHandler extends BaseCallbackHandler {
     const calledName = toolCallId === undefined ? undefined : this.#calledNames.get(toolCallId);
     if (toolCallId !== undefined) this.#calledNames.delete(toolCallId);
     const action = resolveToolName({ serialized: tool, runName, metadata, calledName });
-    const sessionId = firstString(this.#options.sessionId, metadata?.['thread_id'], metadata?.['session_id']);
-    if (sessionId === undefined) throw missingSessionError(action);
-
-    const decision = await this.#options.backend.evaluate({
-      session_id: sessionId,
+    const decision = await gateToolCall(this.#options, {
       action,
       params: toolParams(input),
-      ...(toolCallId === undefined ? {} : { context: { tool_call_id: toolCallId } }),
+      toolCallId,
+      run: { metadata },
     });
-    await this.#enforce(decision);
+    if (decision.verdict === 'Block') throw new ActionBlockedError(decision);
     remember(this.#decisions, runId, decision.decision_id);
-  }
-
-  async #enforce(decision: Decision): Promise<void> {
-    switch (decision.verdict) {
-      case 'Allow':
-        return;
-      case 'Warn':
-        await this.#options.onWarn?.(decision);
-        return;
-      case 'Block':
-        throw new ActionBlockedError(decision);
-      default: {
-        const unknown: never = decision.verdict;
-        throw new Error(`Unknown verdict ${String(unknown)}`);
-      }
-    }
   }
 
   /** Records `succeeded` (or `failed` for an error ToolMessage). Never throws. */
   override async handleToolEnd(output: unknown, runId: string): Promise<void> {
     const decisionId = this.#take(runId);
-    if (decisionId === undefined) return;
-    const status = (output as { status?: unknown } | null)?.status;
-    if (status === 'error') {
-      await recordOutcomeSafely(this.#options, decisionId, 'failed', shortDetail(toolMessageText(output)));
-    } else {
-      await recordOutcomeSafely(this.#options, decisionId, 'succeeded');
-    }
+    if (decisionId !== undefined) await recordToolResult(this.#options, decisionId, output);
   }
 
   /** Records `failed` with the error's first words. Never throws. */
   override async handleToolError(error: unknown, runId: string): Promise<void> {
     const decisionId = this.#take(runId);
-    if (decisionId === undefined) return;
-    await recordOutcomeSafely(this.#options, decisionId, 'failed', shortDetail(error));
+    if (decisionId !== undefined) await recordToolError(this.#options, decisionId, error);
   }
 
   #take(runId: string): string | undefined {

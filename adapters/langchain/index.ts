@@ -6,7 +6,6 @@
 export { ActionBlockedError, isActionBlockedError } from './actionBlockedError.js';
 export { GatehouseCallbackHandler, type GatehouseCallbackHandlerOptions } from './callbackHandler.js';
 export { type GateBackend, inProcessBackend } from './gateBackend.js';
-export type { GateOptions } from './gateOptions.js';
 export {
   type BlockedToolContent,
   blockedToolMessage,
@@ -14,4 +13,5 @@ export {
   gatehouseMiddleware,
 } from './middleware.js';
 export { createRecordStateTool, type RecordStateToolOptions } from './recordStateTool.js';
+export type { GateOptions } from './toolCallGate.js';
 export { resolveToolName, type ToolStartFacts, toolParams } from './toolIdentity.js';

@@ -6,14 +6,7 @@ import { ToolMessage } from '@langchain/core/messages';
 import type { ToolCall } from '@langchain/core/messages/tool';
 import { type AgentMiddleware, createMiddleware } from 'langchain';
 import type { Decision } from '../../src/index.js';
-import {
-  firstString,
-  type GateOptions,
-  missingSessionError,
-  recordOutcomeSafely,
-  shortDetail,
-  toolMessageText,
-} from './gateOptions.js';
+import { type GateOptions, gateToolCall, recordToolError, recordToolResult } from './toolCallGate.js';
 
 /** Options for {@link gatehouseMiddleware}. */
 export type GatehouseMiddlewareOptions = GateOptions;
@@ -66,48 +59,22 @@ export function gatehouseMiddleware(options: GatehouseMiddlewareOptions): AgentM
     name: 'gatehouse',
     wrapToolCall: async (request, handler) => {
       const { toolCall } = request;
-      const action = toolCall.name;
-      const configurable = request.runtime.configurable;
-      const sessionId = firstString(options.sessionId, configurable?.thread_id, configurable?.['session_id']);
-      if (sessionId === undefined) throw missingSessionError(action);
-
-      const decision = await options.backend.evaluate({
-        session_id: sessionId,
-        action,
+      const decision = await gateToolCall(options, {
+        action: toolCall.name,
         params: toolCall.args ?? {},
-        ...(toolCall.id === undefined ? {} : { context: { tool_call_id: toolCall.id } }),
+        toolCallId: toolCall.id,
+        run: { configurable: request.runtime.configurable },
       });
-      switch (decision.verdict) {
-        case 'Block':
-          return blockedToolMessage(decision, toolCall);
-        case 'Warn':
-          await options.onWarn?.(decision);
-          break;
-        case 'Allow':
-          break;
-        default: {
-          const unknown: never = decision.verdict;
-          throw new Error(`Unknown verdict ${String(unknown)}`);
-        }
-      }
+      if (decision.verdict === 'Block') return blockedToolMessage(decision, toolCall);
 
       let result: Awaited<ReturnType<typeof handler>>;
       try {
         result = await handler(request);
       } catch (error) {
-        await recordOutcomeSafely(options, decision.decision_id, 'failed', shortDetail(error));
+        await recordToolError(options, decision.decision_id, error);
         throw error;
       }
-      if (ToolMessage.isInstance(result) && result.status === 'error') {
-        await recordOutcomeSafely(
-          options,
-          decision.decision_id,
-          'failed',
-          shortDetail(toolMessageText(result)),
-        );
-      } else {
-        await recordOutcomeSafely(options, decision.decision_id, 'succeeded');
-      }
+      await recordToolResult(options, decision.decision_id, result);
       return result;
     },
   });

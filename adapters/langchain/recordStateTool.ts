@@ -5,9 +5,9 @@
  */
 import { tool } from '@langchain/core/tools';
 import { z } from 'zod';
-import { isGatehouseError } from '../../src/index.js';
+import { DEFAULT_TYPES, isGatehouseError } from '../../src/index.js';
 import type { GateBackend } from './gateBackend.js';
-import { firstString, missingSessionError } from './gateOptions.js';
+import { requireSession } from './sessionRule.js';
 
 /** Options for {@link createRecordStateTool}. */
 export interface RecordStateToolOptions {
@@ -28,12 +28,10 @@ export interface RecordStateToolOptions {
   name?: string;
   /**
    * The types the model may pick (they must be in the policy's `types`).
-   * @default ['fact', 'assumption', 'preference', 'constraint']
+   * @default the core's `DEFAULT_TYPES`: ['fact', 'assumption', 'preference', 'constraint']
    */
   types?: readonly [string, ...string[]];
 }
-
-const DEFAULT_TYPES = ['fact', 'assumption', 'preference', 'constraint'] as const;
 
 /**
  * A LangChain `tool()` that records one state item: `{ key, value, type }` from the model, the
@@ -46,6 +44,7 @@ const DEFAULT_TYPES = ['fact', 'assumption', 'preference', 'constraint'] as cons
  */
 export function createRecordStateTool(options: RecordStateToolOptions) {
   const source = options.source ?? 'agent_inference';
+  // The core's list: what a policy without `types` accepts (never empty, as z.enum needs).
   const types = options.types ?? DEFAULT_TYPES;
   const schema = z.object({
     key: z
@@ -60,14 +59,11 @@ export function createRecordStateTool(options: RecordStateToolOptions) {
   });
   return tool(
     async (input, config) => {
-      const configurable = config?.configurable as Record<string, unknown> | undefined;
-      const sessionId = firstString(
-        options.sessionId,
-        configurable?.['thread_id'],
-        configurable?.['session_id'],
-        config?.metadata?.['session_id'],
-      );
-      if (sessionId === undefined) throw missingSessionError(options.name ?? 'record_state');
+      const sessionId = requireSession(options.name ?? 'record_state', {
+        pinned: options.sessionId,
+        configurable: config?.configurable,
+        metadata: config?.metadata,
+      });
       try {
         const result = await options.backend.recordState({
           session_id: sessionId,

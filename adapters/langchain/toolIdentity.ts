@@ -4,7 +4,7 @@
  */
 import type { Serialized } from '@langchain/core/load/serializable';
 import { GatehouseError } from '../../src/index.js';
-import { firstString } from './gateOptions.js';
+import { firstString } from './sessionRule.js';
 
 /** What `handleToolStart` knows about the call, plus the model's name for its tool call ID. */
 export interface ToolStartFacts {

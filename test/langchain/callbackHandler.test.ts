@@ -2,6 +2,7 @@
  * The callback face on a real `createAgent` with a fake model, and on bare `tool.invoke` for
  * each kind of tool LangChain has.
  */
+import { RunnableLambda, RunnableSequence } from '@langchain/core/runnables';
 import { DynamicStructuredTool, DynamicTool, StructuredTool } from '@langchain/core/tools';
 import { createAgent } from 'langchain';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -312,5 +313,74 @@ describe('tool name and params for each kind of tool (tool.invoke with the handl
     expect(handler.name).toBe('gatehouse');
     expect(handler.raiseError).toBe(true);
     expect(handler.awaitHandlers).toBe(true);
+  });
+});
+
+/**
+ * Which session a run is gated in. LangGraph (createAgent, graphs) copies `configurable.thread_id`
+ * into the callback metadata; @langchain/core hands a callback handler `metadata` only (it gives
+ * `configurable` to LangSmith tracers alone), so outside LangGraph the session goes in `metadata`.
+ */
+describe('the session of each kind of run: bare tool, RunnableSequence, createAgent', () => {
+  beforeEach(async () => {
+    await recordBudget(gatehouse, 'thread-7', '100');
+  });
+  const gatedIn = async (sessionId: string) =>
+    (await historyOf(gatehouse, sessionId)).filter((e) => e.type === 'gate_evaluation').map((e) => e.data);
+
+  it('a bare tool.invoke with metadata.thread_id is gated in that thread', async () => {
+    const { transfer, calls } = transferTool();
+    const gate = new GatehouseCallbackHandler({ backend: gatehouse });
+    await expect(
+      transfer.invoke({ amount: 300, to: 'bob' }, { callbacks: [gate], metadata: { thread_id: 'thread-7' } }),
+    ).rejects.toBeInstanceOf(ActionBlockedError); // 300 > thread-7's budget of 100
+    expect(calls).toEqual([]);
+    expect(await gatedIn('thread-7')).toMatchObject([{ action: 'transfer_money', verdict: 'Block' }]);
+    expect(await gatedIn('s1')).toEqual([]);
+  });
+
+  it('a RunnableSequence ending in the tool is gated in its metadata.thread_id', async () => {
+    const { transfer, calls } = transferTool();
+    const chain = RunnableSequence.from([
+      RunnableLambda.from((amount: number) => ({ amount, to: 'bob' })),
+      transfer,
+    ]);
+    const gate = new GatehouseCallbackHandler({ backend: gatehouse });
+    await expect(chain.invoke(50, { callbacks: [gate], metadata: { thread_id: 'thread-7' } })).resolves.toBe(
+      'sent 50',
+    );
+    await expect(
+      chain.invoke(300, { callbacks: [gate], metadata: { thread_id: 'thread-7' } }),
+    ).rejects.toBeInstanceOf(ActionBlockedError);
+    expect(calls).toEqual([50]);
+    expect(await gatedIn('thread-7')).toMatchObject([
+      { action: 'transfer_money', verdict: 'Allow', params: { amount: 50 } },
+      { action: 'transfer_money', verdict: 'Block', params: { amount: 300 } },
+    ]);
+  });
+
+  it('createAgent is gated in configurable.thread_id (LangGraph copies it into the metadata)', async () => {
+    const { calls } = await runAgent(
+      new GatehouseCallbackHandler({ backend: gatehouse }),
+      { amount: 300, to: 'bob' },
+      { configurable: { thread_id: 'thread-7' } },
+    );
+    expect(calls).toEqual([]);
+    expect(await gatedIn('thread-7')).toMatchObject([{ action: 'transfer_money', verdict: 'Block' }]);
+    expect(await gatedIn('s1')).toEqual([]);
+  });
+
+  it('a bare tool with configurable.thread_id only fails closed and says to pass metadata.thread_id', async () => {
+    const { transfer, calls } = transferTool();
+    const gate = new GatehouseCallbackHandler({ backend: gatehouse });
+    const error = await transfer
+      .invoke({ amount: 1, to: 'bob' }, { callbacks: [gate], configurable: { thread_id: 'thread-7' } })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GatehouseError);
+    expect((error as GatehouseError).message).toMatch(/no session/);
+    // Before: the message said to use configurable.thread_id, which this run already did.
+    expect((error as GatehouseError).message).toContain('{ metadata: { thread_id } }');
+    expect(calls).toEqual([]);
+    expect(await gatedIn('thread-7')).toEqual([]);
   });
 });

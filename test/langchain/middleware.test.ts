@@ -125,7 +125,8 @@ describe('gatehouseMiddleware in createAgent', () => {
 
   it('fails closed without a session: agent.invoke rejects and the tool does not run', async () => {
     const { agent, calls } = agentWith({}, { amount: 1, to: 'bob' });
-    await expect(agent.invoke(ask)).rejects.toThrow(/no session/);
+    // The middleware reads configurable, so that is where the message points.
+    await expect(agent.invoke(ask)).rejects.toThrow(/no session.*\{ configurable: \{ thread_id \} \}/);
     expect(calls).toEqual([]);
   });
 

@@ -5,7 +5,7 @@
 import { createAgent } from 'langchain';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRecordStateTool, inProcessBackend } from '../../adapters/langchain/index.js';
-import type { Gatehouse } from '../../src/index.js';
+import { DEFAULT_TYPES, type Gatehouse } from '../../src/index.js';
 import { createTestGatehouse, recordBudget, scriptedModel, toolMessages } from './agentFixtures.js';
 
 let gatehouse: Gatehouse;
@@ -62,5 +62,21 @@ describe('createRecordStateTool', () => {
     await runTool({ key: 'user.name', value: 'Ada', type: 'fact' }, tool);
     expect(await gatehouse.getItem('pinned', 'user.name')).toMatchObject({ source: 'user_input' });
     expect(await gatehouse.listItems('s1')).toEqual([]);
+  });
+
+  it('a bare invoke takes its session from configurable (a tool sees the config; a callback does not)', async () => {
+    const tool = createRecordStateTool({ backend: gatehouse });
+    await tool.invoke(
+      { key: 'user.name', value: 'Ada', type: 'fact' },
+      { configurable: { thread_id: 't9' } },
+    );
+    expect(await gatehouse.getItem('t9', 'user.name')).toMatchObject({ value: 'Ada' });
+    await expect(tool.invoke({ key: 'user.name', value: 'Ada', type: 'fact' })).rejects.toThrow(/no session/);
+  });
+
+  it("offers the core's default state types", () => {
+    const tool = createRecordStateTool({ backend: gatehouse });
+    const schema = tool.schema as unknown as { shape: { type: { options: string[] } } };
+    expect(schema.shape.type.options).toEqual([...DEFAULT_TYPES]);
   });
 });

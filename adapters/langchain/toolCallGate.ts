@@ -1,0 +1,143 @@
+/**
+ * The gate around one tool call, shared by the callback handler and the middleware: their
+ * options, the decision before the tool (session, input, verdict) and the outcome after it.
+ * Each face only adapts LangChain's hook to these calls and surfaces a Block its own way.
+ */
+import type { Decision } from '../../src/index.js';
+import type { GateBackend } from './gateBackend.js';
+import { type RunSessionSources, requireSession } from './sessionRule.js';
+
+/** Options shared by {@link GatehouseCallbackHandler} and {@link gatehouseMiddleware}. */
+export interface GateOptions {
+  /** The Gatehouse to ask: an in-process core or a `/v1` client. */
+  backend: GateBackend;
+  /**
+   * The session every tool call is evaluated in.
+   * @default the middleware: the run's `configurable.thread_id` (then `session_id`); the
+   * callback handler: `metadata.thread_id` (then `session_id`), which LangGraph fills from
+   * `configurable.thread_id`. None at all is an error.
+   */
+  sessionId?: string;
+  /**
+   * Called with a Warn decision before the tool runs; the tool runs once it returns.
+   * Throwing from it stops the tool (a place for a human approval step).
+   */
+  onWarn?: (decision: Decision) => void | Promise<void>;
+  /**
+   * Record each gated call's result as an `action_outcome` event (`succeeded` / `failed`).
+   * @default true
+   */
+  recordOutcomes?: boolean;
+  /**
+   * Called when recording an outcome fails. Such failures never reach the agent.
+   * @default ignore
+   */
+  onError?: (error: unknown, context: { decisionId: string; stage: 'record_outcome' }) => void;
+}
+
+/** One tool call as the gate sees it. */
+export interface GatedToolCall {
+  /** The tool's name: the action the policy is written for. */
+  action: string;
+  /** The tool's arguments. */
+  params: Record<string, unknown>;
+  /** The model's ID for this call, recorded as `context.tool_call_id`. */
+  toolCallId?: string | undefined;
+  /** Where this face can find the session (the `sessionId` option is added here). */
+  run: Omit<RunSessionSources, 'pinned'>;
+}
+
+/**
+ * Decides one tool call before it runs: finds the session, evaluates, and on Warn awaits
+ * `onWarn`. Returns the decision; `verdict === 'Block'` means the tool must not run.
+ * @throws {GatehouseError} with no session or when the backend fails (fail closed)
+ * @throws whatever `onWarn` throws (the tool must not run then either)
+ */
+export async function gateToolCall(options: GateOptions, call: GatedToolCall): Promise<Decision> {
+  const sessionId = requireSession(call.action, { pinned: options.sessionId, ...call.run });
+  const decision = await options.backend.evaluate({
+    session_id: sessionId,
+    action: call.action,
+    params: call.params,
+    ...(call.toolCallId === undefined ? {} : { context: { tool_call_id: call.toolCallId } }),
+  });
+  switch (decision.verdict) {
+    case 'Allow':
+    case 'Block':
+      return decision;
+    case 'Warn':
+      await options.onWarn?.(decision);
+      return decision;
+    default: {
+      const unknown: never = decision.verdict;
+      throw new Error(`Unknown verdict ${String(unknown)}`);
+    }
+  }
+}
+
+/** Longest `detail` sent with a failed outcome; the point is a hint, not a log. */
+const DETAIL_CHARS = 200;
+
+/** The first characters of an error's message (or of a text), for an outcome's `detail`. */
+function shortDetail(error: unknown): string {
+  const text =
+    error instanceof Error
+      ? `${error.name}: ${error.message}`
+      : typeof error === 'string'
+        ? error
+        : (JSON.stringify(error) ?? String(error));
+  return text.length > DETAIL_CHARS ? `${text.slice(0, DETAIL_CHARS - 1)}…` : text;
+}
+
+/** The text of a ToolMessage-like value (its `content`). */
+function toolMessageText(output: unknown): string {
+  const content = (output as { content?: unknown } | null)?.content;
+  return typeof content === 'string' ? content : (JSON.stringify(content) ?? '');
+}
+
+/**
+ * Records what a tool returned: `failed` for an error ToolMessage (`status: 'error'`, with its
+ * first words), else `succeeded`. Never throws.
+ */
+export async function recordToolResult(
+  options: GateOptions,
+  decisionId: string,
+  output: unknown,
+): Promise<void> {
+  if ((output as { status?: unknown } | null)?.status === 'error') {
+    await recordOutcomeSafely(options, decisionId, 'failed', shortDetail(toolMessageText(output)));
+  } else {
+    await recordOutcomeSafely(options, decisionId, 'succeeded');
+  }
+}
+
+/** Records `failed` with the error's first words. Never throws. */
+export async function recordToolError(
+  options: GateOptions,
+  decisionId: string,
+  error: unknown,
+): Promise<void> {
+  await recordOutcomeSafely(options, decisionId, 'failed', shortDetail(error));
+}
+
+/**
+ * Records an outcome; a failure goes to `onError` and never to the caller, so a Gatehouse
+ * hiccup after the tool ran cannot turn a done action into an agent error.
+ */
+async function recordOutcomeSafely(
+  options: GateOptions,
+  decisionId: string,
+  outcome: 'succeeded' | 'failed',
+  detail?: string,
+): Promise<void> {
+  if (options.recordOutcomes === false) return;
+  try {
+    await options.backend.recordOutcome(decisionId, { outcome, ...(detail === undefined ? {} : { detail }) });
+  } catch (error) {
+    try {
+      options.onError?.(error, { decisionId, stage: 'record_outcome' });
+    } catch {
+      // A failing error hook must not fail the agent either.
+    }
+  }
+}
