@@ -64,6 +64,14 @@ storeOptions(program.command('serve'))
     ]),
   )
   .option('--allow-insecure-loopback-webhooks', 'DEVELOPMENT ONLY: allow http:// webhooks to loopback')
+  .option(
+    '--mcp-allowed-hosts <list>',
+    'comma-separated Host values /mcp accepts, name or name:port (env GATEHOUSE_MCP_ALLOWED_HOSTS; default: localhost, 127.0.0.1, [::1] and a specific --host)',
+  )
+  .option(
+    '--mcp-allowed-origins <list>',
+    'comma-separated Origin values /mcp accepts (env GATEHOUSE_MCP_ALLOWED_ORIGINS; default: origins on the allowed hosts)',
+  )
   .action(async (flags) => {
     const config = readServeConfig(flags);
     const log = pino({ level: config.logLevel }, pino.destination(2));

@@ -9,5 +9,13 @@ export {
   DEFAULT_MCP_SOURCES,
   type McpCallContext,
 } from './createMcpServer.js';
+export {
+  createHostOriginCheck,
+  defaultAllowedHosts,
+  type HostOriginCheck,
+  type HostOriginCheckOptions,
+  isWildcardAddress,
+  LOOPBACK_HOSTNAMES,
+} from './hostOriginCheck.js';
 export { createMcpHttpHandler, type McpHttpHandler, type McpHttpHandlerOptions } from './httpHandler.js';
 export { runStdioServer, type StdioServerOptions } from './stdioServer.js';
