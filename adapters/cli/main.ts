@@ -20,6 +20,7 @@ import {
   isGatehouseError,
   SCOPES,
   type Scope,
+  summarizeEvent,
   systemRandomBytes,
 } from '../../src/index.js';
 import { DEFAULT_MCP_SOURCES, runStdioServer } from '../mcp/index.js';
@@ -191,18 +192,7 @@ storeOptions(keys.command('revoke'))
   });
 
 function formatEvent(e: HistoryEvent): string {
-  const d = e.data as Record<string, unknown>;
-  const summary =
-    e.type === 'gate_evaluation'
-      ? `${d['action']} → ${d['verdict']} (${d['decision_id']}) ${d['reason']}`
-      : e.type === 'state_change'
-        ? `${d['key']} = ${JSON.stringify(d['value'])} v${d['version']} from ${d['source']}`
-        : e.type === 'state_conflict'
-          ? `${d['key']} conflict ${d['conflict_id']}`
-          : e.type === 'conflict_resolved'
-            ? `${d['key']} ${d['resolution']} (${d['conflict_id']})`
-            : `${d['decision_id']} ${d['outcome']}`;
-  return `${String(e.seq).padStart(6)}  ${e.occurred_at}  ${e.session_id.padEnd(16)}  ${e.type.padEnd(17)}  ${summary}`;
+  return `${String(e.seq).padStart(6)}  ${e.occurred_at}  ${e.session_id.padEnd(16)}  ${e.type.padEnd(17)}  ${summarizeEvent(e)}`;
 }
 
 storeOptions(program.command('history'))
