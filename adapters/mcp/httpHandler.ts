@@ -8,8 +8,8 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Logger } from 'pino';
 import type { Gatehouse, Principal } from '../../src/index.js';
-import { buildMcpServer } from './createMcpServer.js';
 import { createHostOriginCheck, type HostOriginCheckOptions } from './hostOriginCheck.js';
+import { createMcpServer } from './mcpServer.js';
 
 /** Options for {@link createMcpHttpHandler}. */
 export interface McpHttpHandlerOptions extends HostOriginCheckOptions {
@@ -60,7 +60,7 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
   // caller context (tenant, scopes, sources) and are reconnected to each request's transport.
   const idle = new Map<string, McpServer[]>();
   const build = (principal: Principal) =>
-    buildMcpServer({
+    createMcpServer({
       gatehouse: options.gatehouse,
       context: { tenantId: principal.tenantId, allowedSources: principal.sources, scopes: principal.scopes },
       ...(log === undefined ? {} : { logger: log }),
