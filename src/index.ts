@@ -49,6 +49,7 @@ export {
   type WebhookUrlCheck,
 } from './gatehouse.js';
 export { type CursorPosition, decodeCursor, encodeCursor } from './history/cursor.js';
+export { summarizeEvent } from './history/eventSummary.js';
 export { GENESIS_HASH, type HashedFields, hashEvent, verifyChain } from './history/hashChain.js';
 export {
   type Clock,
@@ -64,6 +65,7 @@ export { canonicalKey, keyCategory } from './state/canonicalKey.js';
 export { type Classification, classify, maskValue, type Sensitivity } from './state/classify.js';
 export { decideWrite, type WriteOutcome, type WriteSide } from './state/conflictRules.js';
 export { maskSecrets } from './state/maskSecrets.js';
+export { maxClaimableTrust } from './state/sourceTrust.js';
 export type * from './store.js';
 export { STORE_TABLE_KEYS, STORE_TABLES } from './store.js';
 export { parseInput } from './validation.js';

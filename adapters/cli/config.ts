@@ -2,6 +2,7 @@
  * Service configuration: flags win over environment variables, which win over defaults.
  */
 import { GatehouseError } from '../../src/index.js';
+import { createHostOriginCheck } from '../mcp/index.js';
 
 /** Everything `gatehouse serve` and `gatehouse mcp` need to open a Gatehouse. */
 export interface ServiceConfig {
@@ -33,6 +34,16 @@ export interface ServeConfig extends ServiceConfig {
   rateLimit: number;
   /** @default 65536 (env GATEHOUSE_MAX_BODY_BYTES) */
   maxBodyBytes: number;
+  /**
+   * `Host` values /mcp accepts (`name` or `name:port`, `*` = any).
+   * @default the loopback names, plus `host` when it is one specific address (env GATEHOUSE_MCP_ALLOWED_HOSTS)
+   */
+  mcpAllowedHosts: string[] | undefined;
+  /**
+   * `Origin` values /mcp accepts (`scheme://host[:port]`, `*` = any); requests without Origin always pass.
+   * @default origins on the allowed hosts (env GATEHOUSE_MCP_ALLOWED_ORIGINS)
+   */
+  mcpAllowedOrigins: string[] | undefined;
 }
 
 type Flags = Record<string, unknown>;
@@ -55,6 +66,31 @@ function integer(value: string | undefined, name: string, fallback: number, min 
     );
   }
   return n;
+}
+
+/** A comma-separated list; `undefined` when not given. */
+function list(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+/** Checks each entry as the /mcp handler will, so a typo stops `serve` with the flag's name. */
+function checkedList(
+  value: string | undefined,
+  name: string,
+  check: (entries: string[]) => unknown,
+): string[] | undefined {
+  const entries = list(value);
+  if (entries === undefined) return undefined;
+  try {
+    check(entries);
+  } catch (error) {
+    throw new GatehouseError('invalid_request', `${name}: ${(error as Error).message}`);
+  }
+  return entries;
 }
 
 /** Reads the shared options. */
@@ -93,6 +129,16 @@ export function readServeConfig(flags: Flags): ServeConfig {
       '--max-body-bytes',
       65536,
       1024,
+    ),
+    mcpAllowedHosts: checkedList(
+      flagOrEnv(flags, 'mcpAllowedHosts', 'GATEHOUSE_MCP_ALLOWED_HOSTS'),
+      '--mcp-allowed-hosts',
+      (allowedHosts) => createHostOriginCheck({ allowedHosts }),
+    ),
+    mcpAllowedOrigins: checkedList(
+      flagOrEnv(flags, 'mcpAllowedOrigins', 'GATEHOUSE_MCP_ALLOWED_ORIGINS'),
+      '--mcp-allowed-origins',
+      (allowedOrigins) => createHostOriginCheck({ allowedOrigins }),
     ),
   };
 }

@@ -20,6 +20,7 @@ import {
   isGatehouseError,
   SCOPES,
   type Scope,
+  summarizeEvent,
   systemRandomBytes,
 } from '../../src/index.js';
 import { DEFAULT_MCP_SOURCES, runStdioServer } from '../mcp/index.js';
@@ -64,6 +65,14 @@ storeOptions(program.command('serve'))
     ]),
   )
   .option('--allow-insecure-loopback-webhooks', 'DEVELOPMENT ONLY: allow http:// webhooks to loopback')
+  .option(
+    '--mcp-allowed-hosts <list>',
+    'comma-separated Host values /mcp accepts, name or name:port (env GATEHOUSE_MCP_ALLOWED_HOSTS; default: localhost, 127.0.0.1, [::1] and a specific --host)',
+  )
+  .option(
+    '--mcp-allowed-origins <list>',
+    'comma-separated Origin values /mcp accepts (env GATEHOUSE_MCP_ALLOWED_ORIGINS; default: origins on the allowed hosts)',
+  )
   .action(async (flags) => {
     const config = readServeConfig(flags);
     const log = pino({ level: config.logLevel }, pino.destination(2));
@@ -183,18 +192,7 @@ storeOptions(keys.command('revoke'))
   });
 
 function formatEvent(e: HistoryEvent): string {
-  const d = e.data as Record<string, unknown>;
-  const summary =
-    e.type === 'gate_evaluation'
-      ? `${d['action']} → ${d['verdict']} (${d['decision_id']}) ${d['reason']}`
-      : e.type === 'state_change'
-        ? `${d['key']} = ${JSON.stringify(d['value'])} v${d['version']} from ${d['source']}`
-        : e.type === 'state_conflict'
-          ? `${d['key']} conflict ${d['conflict_id']}`
-          : e.type === 'conflict_resolved'
-            ? `${d['key']} ${d['resolution']} (${d['conflict_id']})`
-            : `${d['decision_id']} ${d['outcome']}`;
-  return `${String(e.seq).padStart(6)}  ${e.occurred_at}  ${e.session_id.padEnd(16)}  ${e.type.padEnd(17)}  ${summary}`;
+  return `${String(e.seq).padStart(6)}  ${e.occurred_at}  ${e.session_id.padEnd(16)}  ${e.type.padEnd(17)}  ${summarizeEvent(e)}`;
 }
 
 storeOptions(program.command('history'))

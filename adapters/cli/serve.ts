@@ -6,7 +6,7 @@ import Keyv from 'keyv';
 import pino, { type Logger } from 'pino';
 import { createFirstApiKey, createIdGenerator, type Gatehouse, systemRandomBytes } from '../../src/index.js';
 import { createHttpApp, createMetrics, type RunningServer, startHttpServer } from '../http/index.js';
-import { createMcpHttpHandler } from '../mcp/index.js';
+import { createMcpHttpHandler, defaultAllowedHosts, isWildcardAddress } from '../mcp/index.js';
 import {
   assertWebhookUrlAllowed,
   createWebhookDispatcher,
@@ -62,6 +62,12 @@ export async function startService(
   const bootstrapKey = bootstrap?.secret;
 
   const ttlStore = await openTtlStore(config.redisUrl, log);
+  if (config.mcpAllowedHosts === undefined && isWildcardAddress(config.host)) {
+    log.warn(
+      { host: config.host },
+      '/mcp accepts only the Host names localhost, 127.0.0.1 and [::1]: list the names clients use with --mcp-allowed-hosts (env GATEHOUSE_MCP_ALLOWED_HOSTS)',
+    );
+  }
   const app = createHttpApp({
     gatehouse,
     logger: log,
@@ -69,7 +75,13 @@ export async function startService(
     rateLimit: config.rateLimit === 0 ? false : { ratePerSecond: config.rateLimit },
     ttlStore,
     metrics: createMetrics({ defaults: true }),
-    mcp: createMcpHttpHandler({ gatehouse, logger: log, maxBodyBytes: config.maxBodyBytes }),
+    mcp: createMcpHttpHandler({
+      gatehouse,
+      logger: log,
+      maxBodyBytes: config.maxBodyBytes,
+      allowedHosts: config.mcpAllowedHosts ?? defaultAllowedHosts(config.host),
+      ...(config.mcpAllowedOrigins === undefined ? {} : { allowedOrigins: config.mcpAllowedOrigins }),
+    }),
   });
   let server: RunningServer;
   try {

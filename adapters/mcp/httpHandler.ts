@@ -8,10 +8,11 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Logger } from 'pino';
 import type { Gatehouse, Principal } from '../../src/index.js';
-import { buildMcpServer } from './createMcpServer.js';
+import { createHostOriginCheck, type HostOriginCheckOptions } from './hostOriginCheck.js';
+import { createMcpServer } from './mcpServer.js';
 
 /** Options for {@link createMcpHttpHandler}. */
-export interface McpHttpHandlerOptions {
+export interface McpHttpHandlerOptions extends HostOriginCheckOptions {
   /** The core the tools call. */
   gatehouse: Gatehouse;
   /** Receives transport problems and unexpected tool failures. */
@@ -42,25 +43,41 @@ function methodNotAllowed(method: string): Response {
 }
 
 /**
- * Creates the `/mcp` handler. The principal's tenant scopes every tool call, its scopes gate the
- * tools (`forbidden` otherwise) and its sources cap the trust `record_state` may claim.
+ * Creates the `/mcp` handler. A request whose `Host` or `Origin` is not allowed gets 403 (DNS
+ * rebinding protection; by default only loopback names are allowed). The principal's tenant
+ * scopes every tool call, its scopes gate the tools (`forbidden` otherwise) and its sources cap
+ * the trust `record_state` may claim.
+ * @throws {TypeError} when `allowedHosts` or `allowedOrigins` holds an entry that is not a host or origin
  * @example
  * const app = createHttpApp({ gatehouse, mcp: createMcpHttpHandler({ gatehouse }) });
  */
 export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHandler {
   const log = options.logger;
+  const checkHostOrigin = createHostOriginCheck(options);
   const maxRequestBodySize = options.maxBodyBytes ?? 64 * 1024;
   // Building a server (five tools, their schemas and descriptions) costs more than the call it
   // serves. A server serves one transport at a time, so idle servers wait in a small pool per
   // caller context (tenant, scopes, sources) and are reconnected to each request's transport.
   const idle = new Map<string, McpServer[]>();
   const build = (principal: Principal) =>
-    buildMcpServer({
+    createMcpServer({
       gatehouse: options.gatehouse,
       context: { tenantId: principal.tenantId, allowedSources: principal.sources, scopes: principal.scopes },
       ...(log === undefined ? {} : { logger: log }),
     });
   return async (request, principal) => {
+    const refused = checkHostOrigin(request);
+    if (refused) {
+      log?.warn(
+        {
+          keyId: principal.keyId,
+          host: request.headers.get('host')?.slice(0, 200),
+          origin: request.headers.get('origin')?.slice(0, 200),
+        },
+        'MCP request refused: Host or Origin not allowed',
+      );
+      return refused;
+    }
     if (request.method !== 'POST') return methodNotAllowed(request.method);
     const key = JSON.stringify([principal.tenantId, principal.scopes, principal.sources]);
     const server = idle.get(key)?.pop() ?? build(principal);

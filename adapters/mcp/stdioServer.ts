@@ -6,7 +6,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Logger } from 'pino';
 import { type Gatehouse, GatehouseError } from '../../src/index.js';
-import { buildMcpServer, DEFAULT_MCP_SOURCES } from './createMcpServer.js';
+import { createMcpServer, DEFAULT_MCP_SOURCES } from './mcpServer.js';
 
 /** Options for {@link runStdioServer}. */
 export interface StdioServerOptions {
@@ -48,18 +48,16 @@ export async function runStdioServer(options: StdioServerOptions): Promise<void>
         `Unknown source(s) ${unknown.map((s) => `'${s}'`).join(', ')} among the allowed sources; the policy defines: ${known.join(', ')}.`,
       );
     }
-    server = buildMcpServer(
-      {
-        gatehouse: options.gatehouse,
-        ...(options.defaultSessionId === undefined ? {} : { defaultSessionId: options.defaultSessionId }),
-        context: { allowedSources: options.allowedSources ?? DEFAULT_MCP_SOURCES },
-        ...(log === undefined ? {} : { logger: log }),
-      },
-      (call) => {
+    server = createMcpServer({
+      gatehouse: options.gatehouse,
+      ...(options.defaultSessionId === undefined ? {} : { defaultSessionId: options.defaultSessionId }),
+      context: { allowedSources: options.allowedSources ?? DEFAULT_MCP_SOURCES },
+      ...(log === undefined ? {} : { logger: log }),
+      onToolCall: (call) => {
         running.add(call);
         void call.finally(() => running.delete(call));
       },
-    );
+    });
   } catch (error) {
     await options.gatehouse.store.close();
     throw error;

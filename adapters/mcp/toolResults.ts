@@ -8,11 +8,11 @@ import {
   type Conflict,
   classify,
   type Decision,
-  type HistoryEvent,
   type HistoryPage,
   maskValue,
   type RecordStateResult,
   type StateItem,
+  summarizeEvent,
   toGatehouseError,
 } from '../../src/index.js';
 
@@ -76,23 +76,6 @@ export function renderDecision(decision: Decision): string {
   }
   if (decision.verdict === 'Block') lines.push('Do not perform this action.');
   return lines.join('\n');
-}
-
-function summarizeEvent(event: HistoryEvent): string {
-  const d = event.data;
-  const s = (name: string) => String(d[name] ?? '');
-  switch (event.type) {
-    case 'state_change':
-      return `${s('key')} = ${JSON.stringify(d['value'])} v${s('version')} from ${s('source')}`;
-    case 'state_conflict':
-      return `${s('key')} conflict ${s('conflict_id')}`;
-    case 'conflict_resolved':
-      return `${s('key')} ${s('resolution')} (${s('conflict_id')})`;
-    case 'gate_evaluation':
-      return `${s('action')} → ${s('verdict')} (${s('decision_id')}): ${s('reason')}`;
-    case 'action_outcome':
-      return `${s('decision_id')} ${s('outcome')}`;
-  }
 }
 
 /** One line per event, plus how to get the next page. */

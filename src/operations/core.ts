@@ -17,6 +17,7 @@ import {
 } from '../runtime.js';
 import { type EventType, isPlausibleId, SessionIdSchema, type StateItem, type Webhook } from '../schemas.js';
 import { classify, maskValue } from '../state/classify.js';
+import { maxClaimableTrust } from '../state/sourceTrust.js';
 import type { Store, StoredEvent, StoredWebhook, StoreReader, StoreTx } from '../store.js';
 import { parseInput } from '../validation.js';
 import { matchesSubscription } from '../webhooks/index.js';
@@ -192,8 +193,7 @@ export function createCore(options: GatehouseOptions): Core {
 
   /** The highest trust the caller may claim. */
   function maxTrust(ctx: CallContext | undefined): number {
-    const sources = ctx?.allowedSources ?? Object.keys(policy.sources);
-    return Math.max(-Infinity, ...sources.map((s) => policy.sources[s] ?? -Infinity));
+    return maxClaimableTrust(policy.sources, ctx?.allowedSources);
   }
 
   /**

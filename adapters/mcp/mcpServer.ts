@@ -1,0 +1,119 @@
+/**
+ * The Gatehouse MCP server: the tools of `./tools/` and the session resources, each calling the
+ * same core function as the matching HTTP route. Transport-agnostic; `runStdioServer` and
+ * `createMcpHttpHandler` connect it.
+ */
+import { readFileSync } from 'node:fs';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { Logger } from 'pino';
+import {
+  type CallContext,
+  type Gatehouse,
+  parseInput,
+  type Scope,
+  SessionIdSchema,
+} from '../../src/index.js';
+import { registerSessionResources } from './sessionResources.js';
+import { GATEHOUSE_TOOLS } from './tools/index.js';
+import type { CallTracker, ToolEnvironment } from './tools/toolEnvironment.js';
+
+/**
+ * Sources an MCP client may claim unless configured otherwise: a model may report tool results,
+ * retrievals and its own inferences, but not speak for the user (`user_input`) or the system.
+ */
+export const DEFAULT_MCP_SOURCES: readonly string[] = ['tool_output', 'retrieval', 'agent_inference'];
+
+/** Who the MCP client is: a {@link CallContext} plus the scopes its tools may use. */
+export interface McpCallContext extends CallContext {
+  /**
+   * Scopes the client holds; a tool needing another one answers `forbidden`.
+   * @default every scope (local use)
+   */
+  scopes?: readonly Scope[];
+}
+
+/** Options for {@link createMcpServer}. */
+export interface CreateMcpServerOptions {
+  /** The core the tools call. */
+  gatehouse: Gatehouse;
+  /**
+   * Session used when a tool call gives no `session_id`; when set, `session_id` is optional in the
+   * tool schemas. @default none: `session_id` is required
+   */
+  defaultSessionId?: string;
+  /**
+   * Tenant, source cap and scopes of the client.
+   * @default the default tenant, every scope, sources {@link DEFAULT_MCP_SOURCES}
+   */
+  context?: McpCallContext;
+  /** Receives unexpected tool failures (never shown to the client). */
+  logger?: Logger;
+  /**
+   * Called with each running tool call (a promise that settles when its result is ready), so a
+   * transport can let running calls finish before it closes. @default none
+   */
+  onToolCall?: CallTracker;
+}
+
+let cachedVersion: string | undefined;
+
+/** The package version, for `serverInfo` (found from both the sources and `dist/`). */
+function packageVersion(): string {
+  if (cachedVersion !== undefined) return cachedVersion;
+  cachedVersion = '0.0.0';
+  for (const path of ['../../package.json', '../../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as {
+        name?: string;
+        version?: string;
+      };
+      if (pkg.name === 'gatehouse' && typeof pkg.version === 'string') {
+        cachedVersion = pkg.version;
+        break;
+      }
+    } catch {
+      // Not at this depth: try the next one.
+    }
+  }
+  return cachedVersion;
+}
+
+const INSTRUCTIONS =
+  'Gatehouse keeps governed state for this conversation and gates actions. Record the facts you rely on ' +
+  'with record_state; call evaluate_gate BEFORE any consequential action and never perform an action whose ' +
+  'verdict is Block; use list_state to see what is known and read_history to explain past decisions.';
+
+/**
+ * Creates an MCP server exposing Gatehouse: the tools of {@link GATEHOUSE_TOOLS} (`record_state`,
+ * `evaluate_gate`, `read_history`, `list_state`, `resolve_conflict`) and the resources
+ * `gatehouse://sessions/{session_id}/state` and `gatehouse://sessions/{session_id}/decisions`.
+ * Connect it to one transport.
+ * @throws {GatehouseError} `invalid_request` when `defaultSessionId` is not a valid session ID
+ * @example
+ * const server = createMcpServer({ gatehouse, defaultSessionId: 's1' });
+ * await server.connect(new StdioServerTransport());
+ */
+export function createMcpServer(options: CreateMcpServerOptions): McpServer {
+  const allowedSources = options.context?.allowedSources ?? DEFAULT_MCP_SOURCES;
+  const env: ToolEnvironment = {
+    gatehouse: options.gatehouse,
+    context: {
+      ...(options.context?.tenantId === undefined ? {} : { tenantId: options.context.tenantId }),
+      allowedSources,
+    },
+    scopes: options.context?.scopes,
+    defaultSessionId:
+      options.defaultSessionId === undefined
+        ? undefined
+        : parseInput(SessionIdSchema, options.defaultSessionId, 'default session_id'),
+    logger: options.logger,
+    onToolCall: options.onToolCall,
+  };
+  const server = new McpServer(
+    { name: 'gatehouse', version: packageVersion() },
+    { instructions: INSTRUCTIONS },
+  );
+  for (const tool of GATEHOUSE_TOOLS) tool.register(server, env);
+  registerSessionResources(server, env);
+  return server;
+}

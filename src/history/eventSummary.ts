@@ -1,0 +1,29 @@
+/**
+ * One line that says what a history event recorded, for people and models reading the history
+ * as text (`gatehouse history`, the MCP `read_history` result). Every face uses this one, so the
+ * lines read the same everywhere.
+ */
+import type { HistoryEvent } from '../schemas.js';
+
+/**
+ * Summarises an event's data in one line, by its type.
+ * @example
+ * summarizeEvent(event); // 'payments.transfer → Block (dec_…): Transfer of 9000 exceeds the budget'
+ * summarizeEvent(event); // 'budget.limit = "5000" v1 from user_input'
+ */
+export function summarizeEvent(event: Pick<HistoryEvent, 'type' | 'data'>): string {
+  const d = event.data;
+  const s = (name: string) => String(d[name] ?? '');
+  switch (event.type) {
+    case 'state_change':
+      return `${s('key')} = ${JSON.stringify(d['value'])} v${s('version')} from ${s('source')}`;
+    case 'state_conflict':
+      return `${s('key')} conflict ${s('conflict_id')}`;
+    case 'conflict_resolved':
+      return `${s('key')} ${s('resolution')} (${s('conflict_id')})`;
+    case 'gate_evaluation':
+      return `${s('action')} → ${s('verdict')} (${s('decision_id')}): ${s('reason')}`;
+    case 'action_outcome':
+      return `${s('decision_id')} ${s('outcome')}`;
+  }
+}
