@@ -15,3 +15,4 @@ export type {
   Verdict,
 } from './gateTypes.js';
 export { loadPolicyFile } from './loadPolicy.js';
+export { conflictViewOf, gateStateOf, numberOf, stateViewOf } from './stateView.js';

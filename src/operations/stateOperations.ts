@@ -2,7 +2,7 @@
  * State items: recording with the conflict rule, reading versions, and resolving conflicts.
  */
 import { GatehouseError } from '../errors.js';
-import type { Gatehouse } from '../gatehouse.js';
+import type { Gatehouse } from '../gatehouseTypes.js';
 import {
   type Conflict,
   RecordStateInputSchema,
@@ -14,11 +14,13 @@ import { classify } from '../state/classify.js';
 import { decideWrite } from '../state/conflictRules.js';
 import { maskSecrets } from '../state/maskSecrets.js';
 import { parseInput } from '../validation.js';
-import { assertPlausibleId, type Core, type EventDraft, notFound } from './core.js';
+import type { EventDraft } from './appendEvents.js';
+import { assertPlausibleId, notFound } from './notFound.js';
+import type { OperationContext } from './operationContext.js';
 
 /** State items: recording with the conflict rule, reading versions, and resolving conflicts. */
 export function stateOperations(
-  core: Core,
+  shared: OperationContext,
 ): Pick<
   Gatehouse,
   | 'recordState'
@@ -42,16 +44,16 @@ export function stateOperations(
     sessionSecrets,
     requireItem,
     parseSession,
-  } = core;
+  } = shared;
   return {
     async recordState(rawInput, ctx) {
       const input = parseInput(RecordStateInputSchema, rawInput, 'state item');
       const key = canonicalKey(input.key);
-      if (!core.policy.types.includes(input.type)) {
+      if (!shared.policy.types.includes(input.type)) {
         throw new GatehouseError(
           'invalid_request',
-          `Unknown type '${input.type}'; allowed: ${core.policy.types.join(', ')}.`,
-          { errors: [{ path: 'type', message: `must be one of ${core.policy.types.join(', ')}` }] },
+          `Unknown type '${input.type}'; allowed: ${shared.policy.types.join(', ')}.`,
+          { errors: [{ path: 'type', message: `must be one of ${shared.policy.types.join(', ')}` }] },
         );
       }
       const trust = checkSource(input.source, ctx, 'write state');
