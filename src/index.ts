@@ -39,7 +39,6 @@ export {
   type GateResult,
   gateStateOf,
   loadPolicyFile,
-  numberOf,
   type StateView,
   stateViewOf,
 } from './gate/index.js';

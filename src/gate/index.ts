@@ -15,4 +15,4 @@ export type {
   Verdict,
 } from './gateTypes.js';
 export { loadPolicyFile } from './loadPolicy.js';
-export { conflictViewOf, gateStateOf, numberOf, stateViewOf } from './stateView.js';
+export { conflictViewOf, gateStateOf, stateViewOf } from './stateView.js';

@@ -7,6 +7,7 @@ import type { DecisionRecord, Gatehouse } from '../gatehouseTypes.js';
 import { type Decision, EvaluateInputSchema, OutcomeInputSchema } from '../schemas.js';
 import { maskSecrets } from '../state/maskSecrets.js';
 import { parseInput } from '../validation.js';
+import { sessionSecrets } from './eventSecrets.js';
 import { assertPlausibleId, notFound } from './notFound.js';
 import type { OperationContext } from './operationContext.js';
 
@@ -14,7 +15,7 @@ import type { OperationContext } from './operationContext.js';
 export function decisionOperations(
   shared: OperationContext,
 ): Pick<Gatehouse, 'evaluate' | 'getDecision' | 'recordOutcome'> {
-  const { store, ids, clock, tenantOf, append, sessionSecrets } = shared;
+  const { store, ids, clock, tenantOf, append } = shared;
   return {
     async evaluate(rawInput, ctx) {
       const input = parseInput(EvaluateInputSchema, rawInput, 'gate evaluation');

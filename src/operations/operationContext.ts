@@ -1,7 +1,7 @@
 /**
  * The context every operation of one Gatehouse instance runs in: injected dependencies, the
  * policy in force, and the lookups and checks several operations share (tenant, source trust,
- * secrets of a session, items and webhooks that must exist).
+ * items and webhooks that must exist).
  */
 import { GatehouseError } from '../errors.js';
 import type { CompiledPolicy } from '../gate/index.js';
@@ -16,8 +16,7 @@ import {
   systemRandomBytes,
 } from '../runtime.js';
 import { SessionIdSchema, type StateItem } from '../schemas.js';
-import { classify, maskValue } from '../state/classify.js';
-import type { Store, StoredEvent, StoredWebhook, StoreReader, StoreTx } from '../store.js';
+import type { Store, StoredEvent, StoredWebhook, StoreTx } from '../store.js';
 import { parseInput } from '../validation.js';
 import { appendEvents, type EventDraft } from './appendEvents.js';
 import { assertPlausibleId, notFound } from './notFound.js';
@@ -42,8 +41,6 @@ export interface OperationContext {
   now(): string;
   /** {@link appendEvents} with this instance's IDs, clock and delivery hook. */
   append(tx: StoreTx, tenantId: string, drafts: readonly EventDraft[]): Promise<StoredEvent[]>;
-  /** The event data of one side of a value, secrets masked. */
-  valueData(item: { key: string; value: string; sensitivity?: string }): string;
   /**
    * The trust rank of `source`.
    * @throws {GatehouseError} `invalid_request` (unknown source), `forbidden` (not the caller's to claim)
@@ -51,8 +48,6 @@ export interface OperationContext {
   checkSource(source: string, ctx: CallContext | undefined, forWhat: string): number;
   /** The highest trust the caller may claim. */
   maxTrust(ctx: CallContext | undefined): number;
-  /** The values of a session's secret items, masked wherever they appear in free text. */
-  sessionSecrets(reader: StoreReader, tenantId: string, sessionId: string): Promise<Set<string>>;
   /** @throws {GatehouseError} `not_found` */
   requireItem(tenantId: string, sessionId: string, key: string): Promise<StateItem>;
   /** @throws {GatehouseError} `invalid_request` */
@@ -77,12 +72,6 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
   const append = (tx: StoreTx, tenantId: string, drafts: readonly EventDraft[]) =>
     appendEvents(tx, tenantId, drafts, { ids, now, onDeliveriesQueued: options.onDeliveriesQueued });
 
-  /** The event data of one side of a value, secrets masked. */
-  function valueData(item: { key: string; value: string; sensitivity?: string }) {
-    const sensitivity = item.sensitivity ?? classify(item.key, item.value).sensitivity;
-    return sensitivity === 'secret' ? maskValue(item.value, 'secret') : item.value;
-  }
-
   function checkSource(source: string, ctx: CallContext | undefined, forWhat: string): number {
     const trust = policy.sources[source];
     if (trust === undefined) {
@@ -106,19 +95,6 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
   function maxTrust(ctx: CallContext | undefined): number {
     const sources = ctx?.allowedSources ?? Object.keys(policy.sources);
     return Math.max(-Infinity, ...sources.map((s) => policy.sources[s] ?? -Infinity));
-  }
-
-  /**
-   * The values of a session's secret items: masked wherever they appear in free text (notes,
-   * outcome details, metadata), not only where a detector recognises them.
-   */
-  async function sessionSecrets(
-    reader: StoreReader,
-    tenantId: string,
-    sessionId: string,
-  ): Promise<Set<string>> {
-    const items = await reader.listItems(tenantId, sessionId);
-    return new Set(items.filter((i) => i.sensitivity === 'secret').map((i) => i.value));
   }
 
   async function requireItem(tenantId: string, sessionId: string, key: string): Promise<StateItem> {
@@ -154,10 +130,8 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
     tenantOf,
     now,
     append,
-    valueData,
     checkSource,
     maxTrust,
-    sessionSecrets,
     requireItem,
     parseSession,
     requireWebhook,
