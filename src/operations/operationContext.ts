@@ -17,7 +17,7 @@ import {
 } from '../runtime.js';
 import { SessionIdSchema, type StateItem } from '../schemas.js';
 import type { Store, StoredEvent, StoredWebhook, StoreTx } from '../store.js';
-import { parseInput } from '../validation.js';
+import { notOneOf, parseInput } from '../validation.js';
 import { appendEvents, type EventDraft } from './appendEvents.js';
 import { assertPlausibleId, notFound } from './notFound.js';
 import { defaultWebhookUrlCheck } from './webhookViews.js';
@@ -74,13 +74,7 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
 
   function checkSource(source: string, ctx: CallContext | undefined, forWhat: string): number {
     const trust = policy.sources[source];
-    if (trust === undefined) {
-      throw new GatehouseError(
-        'invalid_request',
-        `Unknown source '${source}'; allowed: ${Object.keys(policy.sources).join(', ')}.`,
-        { errors: [{ path: 'source', message: `must be one of ${Object.keys(policy.sources).join(', ')}` }] },
-      );
-    }
+    if (trust === undefined) throw notOneOf('source', source, Object.keys(policy.sources));
     const allowed = ctx?.allowedSources;
     if (allowed && !allowed.includes(source)) {
       throw new GatehouseError(

@@ -14,7 +14,7 @@ import { classify } from '../state/classify.js';
 import { decideWrite } from '../state/conflictRules.js';
 import { maskSecrets } from '../state/maskSecrets.js';
 import type { StoreReader } from '../store.js';
-import { parseInput } from '../validation.js';
+import { notOneOf, parseInput } from '../validation.js';
 import type { EventDraft } from './appendEvents.js';
 import { sessionSecrets, valueData } from './eventSecrets.js';
 import { assertPlausibleId, notFound } from './notFound.js';
@@ -51,13 +51,7 @@ export function stateOperations(
     async recordState(rawInput, ctx) {
       const input = parseInput(RecordStateInputSchema, rawInput, 'state item');
       const key = canonicalKey(input.key);
-      if (!shared.policy.types.includes(input.type)) {
-        throw new GatehouseError(
-          'invalid_request',
-          `Unknown type '${input.type}'; allowed: ${shared.policy.types.join(', ')}.`,
-          { errors: [{ path: 'type', message: `must be one of ${shared.policy.types.join(', ')}` }] },
-        );
-      }
+      if (!shared.policy.types.includes(input.type)) throw notOneOf('type', input.type, shared.policy.types);
       const trust = checkSource(input.source, ctx, 'write state');
       const { sensitivity } = classify(key, input.value);
       const tenantId = tenantOf(ctx);
