@@ -19,10 +19,16 @@ const root = join(import.meta.dirname, '..');
 const CORE_LIBRARIES = ['zod', 'yaml', 'picomatch', 'canonicalize', 'ulid', '@marcbachmann/cel-js'];
 
 /**
- * The stores' shared SQL module: not a face and without a public entry, so only the stores import
- * it, and they may import any of its files.
+ * Modules that the named adapters (the owner among them) may import beyond an index: declarations
+ * shared by several faces or backends, which would otherwise pull one adapter's dependencies
+ * into another through its entry.
  */
-const SQL_SHARED = '^adapters/sql/';
+const SHARED_MODULES: { path: string; importers: string[] }[] = [
+  // The stores' statements and dialects (no face, no public entry).
+  { path: '^adapters/sql/', importers: ['sql', 'sqlite', 'postgres'] },
+  // The /v1 route table, declared once for the server, the OpenAPI document and the client.
+  { path: '^adapters/http/routes?\\.ts$', importers: ['http', 'client'] },
+];
 
 const RULES: IForbiddenRuleType[] = [
   { name: 'no-circular', severity: 'error', from: {}, to: { circular: true } },
@@ -47,14 +53,19 @@ const RULES: IForbiddenRuleType[] = [
     severity: 'error',
     // `$1` is the importing adapter's folder: its own files are fair game.
     from: { path: '^adapters/([^/]+)/' },
-    to: { path: '^adapters/', pathNot: ['^adapters/$1/', '^adapters/[^/]+/index\\.ts$', SQL_SHARED] },
+    to: {
+      path: '^adapters/',
+      pathNot: ['^adapters/$1/', '^adapters/[^/]+/index\\.ts$', ...SHARED_MODULES.map((m) => m.path)],
+    },
   },
-  {
-    name: 'sql-module-only-for-stores',
-    severity: 'error',
-    from: { path: '^adapters/', pathNot: '^adapters/(sql|sqlite|postgres)/' },
-    to: { path: SQL_SHARED },
-  },
+  ...SHARED_MODULES.map(
+    (m): IForbiddenRuleType => ({
+      name: 'shared-module-only-for-its-importers',
+      severity: 'error',
+      from: { path: '^adapters/', pathNot: `^adapters/(${m.importers.join('|')})/` },
+      to: { path: m.path },
+    }),
+  ),
 ];
 
 function describeViolation(v: IViolation): string {
@@ -106,24 +117,6 @@ describe('layering', () => {
     expect(offences('no-circular')).toEqual([]);
   });
 
-  it('the circle rule sees a circle made of type-only imports', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-arch-'));
-    try {
-      mkdirSync(join(dir, 'src'));
-      writeFileSync(join(dir, 'src/a.ts'), "import type { B } from './b.js';\nexport interface A { b: B }\n");
-      writeFileSync(
-        join(dir, 'src/b.ts'),
-        "import type { A } from './a.js';\nexport interface B { a?: A }\n",
-      );
-      const found = await cruiseTree(dir);
-      expect(found.violations.map(describeViolation)).toEqual([
-        'no-circular: src/a.ts → src/b.ts → src/a.ts',
-      ]);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-
   it('nothing under src/ imports adapters/ or an adapter dependency', () => {
     expect([...offences('core-not-to-adapters'), ...offences('core-only-domain-libraries')]).toEqual([]);
   });
@@ -132,10 +125,40 @@ describe('layering', () => {
     expect(offences('adapters-through-core-entry')).toEqual([]);
   });
 
+  it('the rules see a circle of type-only imports and an adapter reaching into another', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-arch-'));
+    const files: Record<string, string> = {
+      'src/a.ts': "import type { B } from './b.js';\nexport interface A { b: B }\n",
+      'src/b.ts': "import type { A } from './a.js';\nexport interface B { a?: A }\n",
+      'adapters/http/app.ts': "import { routes } from './routes.js';\nexport const app = routes;\n",
+      'adapters/http/routes.ts': 'export const routes = [];\n',
+      'adapters/http/index.ts': "export { app } from './app.js';\n",
+      'adapters/sql/rows.ts': 'export const rows = [];\n',
+      'adapters/client/client.ts': "import { routes } from '../http/routes.js';\nexport const c = routes;\n",
+      'adapters/mcp/server.ts':
+        "import { app } from '../http/app.js';\nimport { app as ok } from '../http/index.js';\nexport const s = [app, ok];\n",
+      'adapters/cli/main.ts': "import { rows } from '../sql/rows.js';\nexport const m = rows;\n",
+    };
+    try {
+      for (const [file, text] of Object.entries(files)) {
+        mkdirSync(join(dir, file, '..'), { recursive: true });
+        writeFileSync(join(dir, file), text);
+      }
+      const found = await cruiseTree(dir);
+      expect(found.violations.map(describeViolation).sort()).toEqual([
+        'adapter-not-into-other-adapter-internals: adapters/mcp/server.ts → adapters/http/app.ts',
+        'no-circular: src/a.ts → src/b.ts → src/a.ts',
+        'shared-module-only-for-its-importers: adapters/cli/main.ts → adapters/sql/rows.ts',
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("an adapter imports another adapter only through that adapter's index", () => {
     expect([
       ...offences('adapter-not-into-other-adapter-internals'),
-      ...offences('sql-module-only-for-stores'),
+      ...offences('shared-module-only-for-its-importers'),
     ]).toEqual([]);
   });
 });
