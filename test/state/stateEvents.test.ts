@@ -49,6 +49,21 @@ async function twoConflicts(): Promise<{ first: string; second: string; seq: num
   return { first: a.conflict!.conflict_id, second: b.conflict!.conflict_id, seq: page.events[0]!.seq };
 }
 
+/** The `state_change` data of version 2 of budget.limit (a fact replacing version 1). */
+function versionTwo(fields: { value: string; source: string; trust: number }, extra: object = {}) {
+  return {
+    key: 'budget.limit',
+    version: 2,
+    previous_version: 1,
+    type: 'fact',
+    sensitivity: 'public',
+    category: 'budget',
+    metadata: {},
+    ...fields,
+    ...extra,
+  };
+}
+
 describe('state change events', () => {
   it('a superseding write settles every open conflict of the key, each with its event', async () => {
     const { first, second, seq } = await twoConflicts();
@@ -57,18 +72,7 @@ describe('state change events', () => {
     expect(events).toEqual([
       [
         'state_change',
-        {
-          key: 'budget.limit',
-          version: 2,
-          previous_version: 1,
-          value: '8000',
-          type: 'fact',
-          source: 'system',
-          trust: 4,
-          sensitivity: 'public',
-          category: 'budget',
-          metadata: { note: 'from the owner' },
-        },
+        versionTwo({ value: '8000', source: 'system', trust: 4 }, { metadata: { note: 'from the owner' } }),
       ],
       ...[first, second]
         .sort()
@@ -85,22 +89,7 @@ describe('state change events', () => {
     await gh.resolveConflict(second, { resolution: 'accept_proposed' });
     const events = await eventsAfter(seq);
     expect(events).toEqual([
-      [
-        'state_change',
-        {
-          key: 'budget.limit',
-          version: 2,
-          previous_version: 1,
-          value: '7000',
-          type: 'fact',
-          source: 'retrieval',
-          trust: 1,
-          sensitivity: 'public',
-          category: 'budget',
-          metadata: {},
-          conflict_id: second,
-        },
-      ],
+      ['state_change', versionTwo({ value: '7000', source: 'retrieval', trust: 1 }, { conflict_id: second })],
       [
         'conflict_resolved',
         { conflict_id: second, key: 'budget.limit', resolution: 'accept_proposed', version: 2 },
