@@ -1,158 +1,15 @@
 /**
  * `createGatehouse` — the one entry point. Every face (HTTP, MCP, LangChain, CLI) calls these
  * methods; none of them holds a rule of its own. The operations live in `operations/`, one
- * module per area, over one shared core.
+ * module per area, over one shared {@link OperationContext}; the API's types in `gatehouseTypes.ts`.
  */
 
-import type { CompiledPolicy } from './gate/index.js';
-import { defaultPolicy } from './gate/index.js';
-import { createCore } from './operations/core.js';
+import type { Gatehouse, GatehouseOptions } from './gatehouseTypes.js';
 import { decisionOperations } from './operations/decisionOperations.js';
 import { historyOperations } from './operations/historyOperations.js';
+import { createOperationContext, type OperationContext } from './operations/operationContext.js';
 import { stateOperations } from './operations/stateOperations.js';
 import { webhookOperations } from './operations/webhookOperations.js';
-import type { Clock, IdGenerator, RandomBytes } from './runtime.js';
-import type {
-  Conflict,
-  CreateWebhookInput,
-  Decision,
-  Delivery,
-  EvaluateInput,
-  HistoryEvent,
-  HistoryPage,
-  HistoryQuery,
-  OutcomeInput,
-  RecordStateInput,
-  RecordStateResult,
-  ResolveConflictInput,
-  StateItem,
-  VerifyResult,
-  Webhook,
-  WebhookWithSecret,
-} from './schemas.js';
-import type { Store } from './store.js';
-
-/** Who is asking, and what they may claim. Faces build it from an API key or their configuration. */
-export interface CallContext {
-  /** @default the instance's `tenantId` */
-  tenantId?: string;
-  /**
-   * Sources this caller may write; a write claiming any other source is `forbidden`.
-   * @default every source of the policy (in-process callers are the owner)
-   */
-  allowedSources?: readonly string[];
-}
-
-/** Checks a webhook URL at registration; the service injects the resolving SSRF check. */
-export type WebhookUrlCheck = (url: string) => Promise<void>;
-
-/** Options for {@link createGatehouse}. */
-export interface GatehouseOptions {
-  /** Where state, history and webhooks live. */
-  store: Store;
-  /** @default the built-in policy ({@link defaultPolicy}) */
-  policy?: CompiledPolicy;
-  /** @default the system clock */
-  clock?: Clock;
-  /** @default prefixed ULIDs */
-  ids?: IdGenerator;
-  /** @default node:crypto */
-  randomBytes?: RandomBytes;
-  /** @default 'default' */
-  tenantId?: string;
-  /**
-   * Called for each webhook URL at registration. The default accepts only `https:` URLs
-   * syntactically; `gatehouse serve` injects the resolving SSRF guard.
-   */
-  checkWebhookUrl?: WebhookUrlCheck;
-  /** Called after a transaction that wrote webhook deliveries, to wake a dispatcher. */
-  onDeliveriesQueued?: () => void;
-}
-
-/** A stored gate decision with the inputs it was made on (secrets masked). */
-export interface DecisionRecord extends Decision {
-  params: Record<string, unknown>;
-  context: Record<string, unknown>;
-  event_id: string;
-}
-
-/** The Gatehouse core. */
-export interface Gatehouse {
-  /** The policy in force. */
-  readonly policy: CompiledPolicy;
-  /** Replaces the policy in force; evaluations already running finish on the old one. */
-  setPolicy(policy: CompiledPolicy): void;
-  /** The store this instance runs on. */
-  readonly store: Store;
-
-  /**
-   * Records a state item: canonical key, classification, versioning and the conflict rule.
-   * @throws {GatehouseError} `invalid_request` (bad input, unknown type or source), `forbidden`
-   *   (source beyond the caller's trust), `version_conflict` (`expected_version` mismatch)
-   */
-  recordState(input: RecordStateInput, ctx?: CallContext): Promise<RecordStateResult>;
-  /** The current item. @throws {GatehouseError} `not_found` */
-  getItem(sessionId: string, key: string, ctx?: CallContext): Promise<StateItem>;
-  /** One version. @throws {GatehouseError} `not_found` */
-  getItemVersion(sessionId: string, key: string, version: number, ctx?: CallContext): Promise<StateItem>;
-  /** All versions, oldest first. @throws {GatehouseError} `not_found` */
-  listItemVersions(sessionId: string, key: string, ctx?: CallContext): Promise<StateItem[]>;
-  /** The current items of a session (empty for an unknown session). */
-  listItems(sessionId: string, ctx?: CallContext): Promise<StateItem[]>;
-  /** Conflicts, newest first. */
-  listConflicts(
-    query?: { session_id?: string; key?: string; status?: 'open' | 'resolved' },
-    ctx?: CallContext,
-  ): Promise<Conflict[]>;
-  /** @throws {GatehouseError} `not_found` */
-  getConflict(conflictId: string, ctx?: CallContext): Promise<Conflict>;
-  /**
-   * Resolves an open conflict. Only a caller allowed to write at the current value's trust may.
-   * @throws {GatehouseError} `not_found`, `forbidden`, `version_conflict` (already resolved)
-   */
-  resolveConflict(conflictId: string, input: ResolveConflictInput, ctx?: CallContext): Promise<Conflict>;
-
-  /** Evaluates an action against the policy and the session's state; records the decision. */
-  evaluate(input: EvaluateInput, ctx?: CallContext): Promise<Decision>;
-  /** @throws {GatehouseError} `not_found` */
-  getDecision(decisionId: string, ctx?: CallContext): Promise<DecisionRecord>;
-  /**
-   * Records what happened after a decision, once.
-   * @throws {GatehouseError} `not_found`, `already_recorded`
-   */
-  recordOutcome(decisionId: string, input: OutcomeInput, ctx?: CallContext): Promise<HistoryEvent>;
-
-  /** A page of history, newest first by default. */
-  readHistory(query?: HistoryQuery, ctx?: CallContext): Promise<HistoryPage>;
-  /** Recomputes the tenant's hash chain. */
-  verifyHistory(ctx?: CallContext): Promise<VerifyResult>;
-
-  /** Subscribes a URL; the secret is in the answer and never again. */
-  createWebhook(input: CreateWebhookInput, ctx?: CallContext): Promise<WebhookWithSecret>;
-  listWebhooks(ctx?: CallContext): Promise<Webhook[]>;
-  /** @throws {GatehouseError} `not_found` */
-  getWebhook(webhookId: string, ctx?: CallContext): Promise<Webhook>;
-  /** @throws {GatehouseError} `not_found` */
-  deleteWebhook(webhookId: string, ctx?: CallContext): Promise<void>;
-  /**
-   * New secret; the old one keeps signing for `overlap_seconds` (default 24 h).
-   * @throws {GatehouseError} `not_found`
-   */
-  rotateWebhookSecret(
-    webhookId: string,
-    input?: { overlap_seconds?: number },
-    ctx?: CallContext,
-  ): Promise<WebhookWithSecret>;
-  /** Re-enables a disabled webhook. @throws {GatehouseError} `not_found` */
-  enableWebhook(webhookId: string, ctx?: CallContext): Promise<Webhook>;
-  listDeliveries(
-    webhookId: string,
-    query?: { status?: Delivery['status']; limit?: number; before_id?: string },
-    ctx?: CallContext,
-  ): Promise<Delivery[]>;
-  /** Queues a delivery again, now. @throws {GatehouseError} `not_found` */
-  redeliver(webhookId: string, deliveryId: string, ctx?: CallContext): Promise<Delivery>;
-}
 
 /**
  * Creates the Gatehouse core over a Store.
@@ -162,18 +19,18 @@ export interface Gatehouse {
  * const d = await gh.evaluate({ session_id: 's1', action: 'payments.transfer', params: { amount: 9000 } });
  */
 export function createGatehouse(options: GatehouseOptions): Gatehouse {
-  const core = createCore(options);
+  const shared: OperationContext = createOperationContext(options);
   return {
     get policy() {
-      return core.policy;
+      return shared.policy;
     },
     setPolicy(next) {
-      core.setPolicy(next);
+      shared.setPolicy(next);
     },
-    store: core.store,
-    ...stateOperations(core),
-    ...decisionOperations(core),
-    ...historyOperations(core),
-    ...webhookOperations(core),
+    store: shared.store,
+    ...stateOperations(shared),
+    ...decisionOperations(shared),
+    ...historyOperations(shared),
+    ...webhookOperations(shared),
   };
 }

@@ -31,23 +31,26 @@ export {
   type ConflictView,
   combineVerdicts,
   compilePolicy,
+  conflictViewOf,
   DEFAULT_POLICY_YAML,
   DEFAULT_TYPES,
   defaultPolicy,
   type GateInput,
   type GateReason,
   type GateResult,
+  gateStateOf,
   loadPolicyFile,
   type StateView,
+  stateViewOf,
 } from './gate/index.js';
-export {
-  type CallContext,
-  createGatehouse,
-  type DecisionRecord,
-  type Gatehouse,
-  type GatehouseOptions,
-  type WebhookUrlCheck,
-} from './gatehouse.js';
+export { createGatehouse } from './gatehouse.js';
+export type {
+  CallContext,
+  DecisionRecord,
+  Gatehouse,
+  GatehouseOptions,
+  WebhookUrlCheck,
+} from './gatehouseTypes.js';
 export { type CursorPosition, decodeCursor, encodeCursor } from './history/cursor.js';
 export { summarizeEvent } from './history/eventSummary.js';
 export { GENESIS_HASH, type HashedFields, hashEvent, verifyChain } from './history/hashChain.js';

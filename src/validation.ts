@@ -26,3 +26,14 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === 'invalid_type' && issue.input === undefined) return 'is required';
   return issue.message;
 }
+
+/**
+ * The `invalid_request` error for a value outside the policy's list for `field` (a type, a
+ * source): the message names every allowed value.
+ */
+export function notOneOf(field: string, value: string, allowed: readonly string[]): GatehouseError {
+  const list = allowed.join(', ');
+  return new GatehouseError('invalid_request', `Unknown ${field} '${value}'; allowed: ${list}.`, {
+    errors: [{ path: field, message: `must be one of ${list}` }],
+  });
+}

@@ -29,9 +29,9 @@ function run(command: string, args: string[], cwd = dir): string {
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'gatehouse-consumer-'));
   // `npm test` has just built dist/; pack without running `prepare` scripts again.
-  const packed = JSON.parse(run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], root)) as [
-    { filename: string; files: { path: string }[] },
-  ];
+  const packed = JSON.parse(
+    run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], root),
+  ) as [{ filename: string; files: { path: string }[] }];
   files = packed[0].files.map((f) => f.path);
   writeFileSync(
     join(dir, 'package.json'),
@@ -69,7 +69,9 @@ describe('the published package', () => {
   it('type-checks in a consumer without skipLibCheck', () => {
     writeFileSync(
       join(dir, 'index.ts'),
-      subpaths.map((s, n) => `import * as m${n} from '${s}';\nexport const x${n} = Object.keys(m${n});\n`).join(''),
+      subpaths
+        .map((s, n) => `import * as m${n} from '${s}';\nexport const x${n} = Object.keys(m${n});\n`)
+        .join(''),
     );
     writeFileSync(
       join(dir, 'tsconfig.json'),

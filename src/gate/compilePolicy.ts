@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
 import { LineCounter, parseDocument } from 'yaml';
 import { compileActionPattern } from './actionMatcher.js';
-import { compileCel } from './celRules.js';
+import { compileCel } from './compileCel.js';
 import { type CompiledEntry, type CompiledRule, createEvaluator } from './evaluatePolicy.js';
 import type { CompiledPolicy } from './gateTypes.js';
 import { compileMessage } from './messageTemplate.js';

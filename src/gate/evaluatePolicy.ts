@@ -5,17 +5,11 @@
  * rendered messages, over a 22-item state.
  */
 import type { ActionMatcher } from './actionMatcher.js';
-import {
-  type CelActivation,
-  CelCostLimitError,
-  type CelProgram,
-  celCostExceeded,
-  celErrorSummary,
-  celTypeName,
-  createActivation,
-  meteredActivation,
-} from './celRules.js';
+import { type CelActivation, createActivation } from './celActivation.js';
+import { CelCostLimitError, celCostExceeded, meteredActivation } from './celCostLimit.js';
+import { celErrorSummary, celTypeName } from './celMessages.js';
 import { combineVerdicts } from './combineVerdicts.js';
+import type { CelProgram } from './compileCel.js';
 import type { GateInput, GateReason, GateResult, StateView, Verdict } from './gateTypes.js';
 import { type CompiledMessage, renderMessage } from './messageTemplate.js';
 import {

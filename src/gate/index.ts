@@ -16,3 +16,4 @@ export type {
 } from './gateTypes.js';
 export { loadPolicyFile } from './loadPolicy.js';
 export { DEFAULT_TYPES } from './policySchema.js';
+export { conflictViewOf, gateStateOf, stateViewOf } from './stateView.js';

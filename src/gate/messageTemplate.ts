@@ -3,7 +3,9 @@
  * rendered at evaluation. A placeholder that fails renders as `?`: a message never changes a
  * decision.
  */
-import { type CelActivation, type CelProgram, compileCel, formatCelValue } from './celRules.js';
+import type { CelActivation } from './celActivation.js';
+import { formatCelValue } from './celMessages.js';
+import { type CelProgram, compileCel } from './compileCel.js';
 
 /** A compiled message: literal text and CEL programs, in order. */
 export interface CompiledMessage {

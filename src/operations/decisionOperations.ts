@@ -2,51 +2,32 @@
  * Gate decisions: evaluating an action on the session's state, reading a decision, recording its outcome.
  */
 import { GatehouseError } from '../errors.js';
-import type { ConflictView, StateView } from '../gate/index.js';
-import type { DecisionRecord, Gatehouse } from '../gatehouse.js';
+import { conflictViewOf, gateStateOf } from '../gate/index.js';
+import type { DecisionRecord, Gatehouse } from '../gatehouseTypes.js';
 import { type Decision, EvaluateInputSchema, OutcomeInputSchema } from '../schemas.js';
 import { maskSecrets } from '../state/maskSecrets.js';
 import { parseInput } from '../validation.js';
-import { assertPlausibleId, type Core, notFound, numberOf } from './core.js';
+import { sessionSecrets } from './eventSecrets.js';
+import { assertPlausibleId, notFound } from './notFound.js';
+import type { OperationContext } from './operationContext.js';
 
 /** Gate decisions: evaluating an action on the session's state, reading a decision, recording its outcome. */
 export function decisionOperations(
-  core: Core,
+  shared: OperationContext,
 ): Pick<Gatehouse, 'evaluate' | 'getDecision' | 'recordOutcome'> {
-  const { store, ids, clock, tenantOf, append, sessionSecrets } = core;
+  const { store, ids, clock, tenantOf, append } = shared;
   return {
     async evaluate(rawInput, ctx) {
       const input = parseInput(EvaluateInputSchema, rawInput, 'gate evaluation');
       const tenantId = tenantOf(ctx);
-      const activePolicy = core.policy;
+      const activePolicy = shared.policy;
       const items = await store.listItems(tenantId, input.session_id);
       // An open conflict always marks its item conflicted, so most sessions need no second query.
       const conflicts = items.some((i) => i.status === 'conflicted')
         ? await store.listConflicts(tenantId, { session_id: input.session_id, status: 'open' })
         : [];
-      const state: Record<string, StateView> = {};
-      const secrets = new Set<string>();
-      for (const item of items) {
-        state[item.key] = {
-          value: item.value,
-          number: numberOf(item.value),
-          type: item.type,
-          source: item.source,
-          trust: item.trust,
-          version: item.version,
-          status: item.status === 'conflicted' ? 'conflicted' : 'current',
-          updated_at: item.updated_at,
-        };
-        if (item.sensitivity === 'secret') secrets.add(item.value);
-      }
-      const conflictViews: ConflictView[] = conflicts.map((c) => ({
-        conflict_id: c.conflict_id,
-        key: c.key,
-        current_value: c.current.value,
-        proposed_value: c.proposed.value,
-        proposed_source: c.proposed.source,
-        created_at: c.created_at,
-      }));
+      const state = gateStateOf(items);
+      const secrets = new Set(items.filter((i) => i.sensitivity === 'secret').map((i) => i.value));
       const params = input.params ?? {};
       const context = input.context ?? {};
       const evaluatedAt = clock();
@@ -55,7 +36,7 @@ export function decisionOperations(
         params,
         context,
         state,
-        conflicts: conflictViews,
+        conflicts: conflicts.map(conflictViewOf),
         now: evaluatedAt,
       });
       const stateVersions: Record<string, number> = {};

@@ -1,16 +1,18 @@
 /**
  * History: paging through events and verifying the chain.
  */
-import type { Gatehouse } from '../gatehouse.js';
+import type { Gatehouse } from '../gatehouseTypes.js';
 import { decodeCursor, encodeCursor } from '../history/cursor.js';
 import { verifyChain } from '../history/hashChain.js';
 import { HistoryQuerySchema } from '../schemas.js';
 import { parseInput } from '../validation.js';
-import type { Core } from './core.js';
+import type { OperationContext } from './operationContext.js';
 
 /** History: paging through events and verifying the chain. */
-export function historyOperations(core: Core): Pick<Gatehouse, 'readHistory' | 'verifyHistory'> {
-  const { store, tenantOf } = core;
+export function historyOperations(
+  shared: OperationContext,
+): Pick<Gatehouse, 'readHistory' | 'verifyHistory'> {
+  const { store, tenantOf } = shared;
   return {
     async readHistory(rawQuery = {}, ctx) {
       const query = parseInput(HistoryQuerySchema, rawQuery, 'history query');

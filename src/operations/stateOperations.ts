@@ -2,7 +2,7 @@
  * State items: recording with the conflict rule, reading versions, and resolving conflicts.
  */
 import { GatehouseError } from '../errors.js';
-import type { Gatehouse } from '../gatehouse.js';
+import type { Gatehouse } from '../gatehouseTypes.js';
 import {
   type Conflict,
   RecordStateInputSchema,
@@ -13,12 +13,17 @@ import { canonicalKey, keyCategory } from '../state/canonicalKey.js';
 import { classify } from '../state/classify.js';
 import { decideWrite } from '../state/conflictRules.js';
 import { maskSecrets } from '../state/maskSecrets.js';
-import { parseInput } from '../validation.js';
-import { assertPlausibleId, type Core, type EventDraft, notFound } from './core.js';
+import type { StoreReader } from '../store.js';
+import { notOneOf, parseInput } from '../validation.js';
+import type { EventDraft } from './appendEvents.js';
+import { sessionSecrets, valueData } from './eventSecrets.js';
+import { assertPlausibleId, notFound } from './notFound.js';
+import type { OperationContext } from './operationContext.js';
+import { stateChangeDraft, supersedeConflicts } from './stateEvents.js';
 
 /** State items: recording with the conflict rule, reading versions, and resolving conflicts. */
 export function stateOperations(
-  core: Core,
+  shared: OperationContext,
 ): Pick<
   Gatehouse,
   | 'recordState'
@@ -30,30 +35,23 @@ export function stateOperations(
   | 'getConflict'
   | 'resolveConflict'
 > {
-  const {
-    store,
-    ids,
-    tenantOf,
-    now,
-    append,
-    valueData,
-    checkSource,
-    maxTrust,
-    sessionSecrets,
-    requireItem,
-    parseSession,
-  } = core;
+  const { store, ids, tenantOf, now, append, checkSource, maxTrust, requireItem, parseSession } = shared;
+
+  async function requireConflict(
+    reader: StoreReader,
+    tenantId: string,
+    conflictId: string,
+  ): Promise<Conflict> {
+    assertPlausibleId(conflictId, 'Conflict');
+    const conflict = await reader.getConflict(tenantId, conflictId);
+    if (!conflict) throw notFound(`Conflict '${conflictId}'`);
+    return conflict;
+  }
   return {
     async recordState(rawInput, ctx) {
       const input = parseInput(RecordStateInputSchema, rawInput, 'state item');
       const key = canonicalKey(input.key);
-      if (!core.policy.types.includes(input.type)) {
-        throw new GatehouseError(
-          'invalid_request',
-          `Unknown type '${input.type}'; allowed: ${core.policy.types.join(', ')}.`,
-          { errors: [{ path: 'type', message: `must be one of ${core.policy.types.join(', ')}` }] },
-        );
-      }
+      if (!shared.policy.types.includes(input.type)) throw notOneOf('type', input.type, shared.policy.types);
       const trust = checkSource(input.source, ctx, 'write state');
       const { sensitivity } = classify(key, input.value);
       const tenantId = tenantOf(ctx);
@@ -155,35 +153,10 @@ export function stateOperations(
           Object.keys(metadata).length === 0
             ? new Set<string>()
             : await sessionSecrets(tx, tenantId, input.session_id);
-        for (const c of settled) {
-          await tx.updateConflict(tenantId, c.conflict_id, {
-            status: 'resolved',
-            resolution: 'superseded',
-            resolved_at: at,
-          });
-        }
+        const settledDrafts = await supersedeConflicts(tx, tenantId, settled, { at, version: item.version });
         const events = await append(tx, tenantId, [
-          {
-            type: 'state_change',
-            session_id: input.session_id,
-            data: {
-              key,
-              version: item.version,
-              previous_version: current?.version ?? null,
-              value: valueData(item),
-              type: item.type,
-              source: item.source,
-              trust,
-              sensitivity,
-              category: item.category,
-              metadata: maskSecrets(metadata, `${key}.metadata`, known),
-            },
-          },
-          ...settled.map((c) => ({
-            type: 'conflict_resolved' as const,
-            session_id: input.session_id,
-            data: { conflict_id: c.conflict_id, key, resolution: 'superseded', version: item.version },
-          })),
+          stateChangeDraft(item, { previousVersion: current?.version ?? null, secrets: known }),
+          ...settledDrafts,
         ]);
         return { outcome, changed: true, item, conflict: null, event_id: events[0]!.event_id };
       });
@@ -225,19 +198,14 @@ export function stateOperations(
     },
 
     async getConflict(conflictId, ctx) {
-      assertPlausibleId(conflictId, 'Conflict');
-      const conflict = await store.getConflict(tenantOf(ctx), conflictId);
-      if (!conflict) throw notFound(`Conflict '${conflictId}'`);
-      return conflict;
+      return requireConflict(store, tenantOf(ctx), conflictId);
     },
 
     async resolveConflict(conflictId, rawInput, ctx) {
       const input = parseInput(ResolveConflictInputSchema, rawInput, 'resolution');
-      assertPlausibleId(conflictId, 'Conflict');
       const tenantId = tenantOf(ctx);
       return store.transaction(async (tx) => {
-        const found = await tx.getConflict(tenantId, conflictId);
-        if (!found) throw notFound(`Conflict '${conflictId}'`);
+        const found = await requireConflict(tx, tenantId, conflictId);
         const current = await tx.lockItem(tenantId, found.session_id, found.key);
         // Read again under the item lock: a concurrent resolver may have settled it meanwhile.
         const conflict = (await tx.getConflict(tenantId, conflictId)) ?? found;
@@ -285,23 +253,9 @@ export function stateOperations(
           };
           version = item.version;
           await tx.insertItemVersion(tenantId, item);
-          drafts.push({
-            type: 'state_change',
-            session_id: conflict.session_id,
-            data: {
-              key: conflict.key,
-              version: item.version,
-              previous_version: current.version,
-              value: valueData(item),
-              type: item.type,
-              source: item.source,
-              trust: item.trust,
-              sensitivity: item.sensitivity,
-              category: item.category,
-              metadata: maskSecrets(item.metadata, `${conflict.key}.metadata`, known),
-              conflict_id: conflictId,
-            },
-          });
+          drafts.push(
+            stateChangeDraft(item, { previousVersion: current.version, secrets: known, conflictId }),
+          );
         }
         drafts.push({
           type: 'conflict_resolved',
@@ -317,18 +271,7 @@ export function stateOperations(
         const others = open.filter((c) => c.conflict_id !== conflictId);
         if (input.resolution === 'accept_proposed') {
           // The others disagreed with a value that is no longer current.
-          for (const c of others) {
-            await tx.updateConflict(tenantId, c.conflict_id, {
-              status: 'resolved',
-              resolution: 'superseded',
-              resolved_at: at,
-            });
-            drafts.push({
-              type: 'conflict_resolved',
-              session_id: c.session_id,
-              data: { conflict_id: c.conflict_id, key: c.key, resolution: 'superseded', version },
-            });
-          }
+          drafts.push(...(await supersedeConflicts(tx, tenantId, others, { at, version })));
         } else if (others.length === 0) {
           await tx.setItemStatus(tenantId, conflict.session_id, conflict.key, 'current');
         }

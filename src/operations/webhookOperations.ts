@@ -2,16 +2,18 @@
  * Webhook subscriptions and their deliveries.
  */
 import { GatehouseError } from '../errors.js';
-import type { Gatehouse } from '../gatehouse.js';
+import type { Gatehouse } from '../gatehouseTypes.js';
 import { CreateWebhookInputSchema, isPlausibleId, RotateSecretInputSchema } from '../schemas.js';
 import type { StoredWebhook } from '../store.js';
 import { parseInput } from '../validation.js';
 import { generateWebhookSecret, isSecretActive } from '../webhooks/index.js';
-import { assertPlausibleId, type Core, notFound, publicWebhook } from './core.js';
+import { assertPlausibleId, notFound } from './notFound.js';
+import type { OperationContext } from './operationContext.js';
+import { publicWebhook } from './webhookViews.js';
 
 /** Webhook subscriptions and their deliveries. */
 export function webhookOperations(
-  core: Core,
+  core: OperationContext,
 ): Pick<
   Gatehouse,
   | 'createWebhook'

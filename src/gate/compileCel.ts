@@ -1,0 +1,80 @@
+/**
+ * Compiling a CEL expression of a policy: parse, type-check against the gate's environment, and
+ * the checks of our own (a condition yields a bool, `matches()` patterns are literals).
+ */
+import type { Environment } from '@marcbachmann/cel-js';
+import type { CelActivation } from './celActivation.js';
+import { collectStringLiterals, findDynamicPattern, hasComprehension } from './celAstChecks.js';
+import { celEnvironment } from './celEnvironment.js';
+import { celErrorSummary } from './celMessages.js';
+
+/** A compiled CEL expression. */
+export interface CelProgram {
+  /** The expression's text. */
+  readonly source: string;
+  /** Every string literal in the expression (candidates for state keys read). */
+  readonly stringLiterals: readonly string[];
+  /**
+   * True when the expression has a comprehension (`all`, `exists`, `exists_one`, `map`,
+   * `filter`): the only way CEL repeats work, so the only programs run on a metered activation.
+   */
+  readonly iterates: boolean;
+  /** Evaluates the expression; throws on evaluation errors. */
+  run(activation: CelActivation): unknown;
+}
+
+/** The result of compiling an expression: a program, or a message and a 0-based offset in the text. */
+export type CelCompileResult =
+  | { ok: true; program: CelProgram }
+  | { ok: false; message: string; offset: number };
+
+/**
+ * Parses and type-checks a CEL expression against the gate's variables. With `bool: true` the
+ * expression must be able to yield a bool (`dyn` passes and is checked at evaluation).
+ */
+export function compileCel(source: string, options: { bool: boolean }): CelCompileResult {
+  let parsed: ReturnType<Environment['parse']>;
+  try {
+    parsed = celEnvironment().parse(source);
+  } catch (error) {
+    return { ok: false, message: `CEL syntax error: ${celErrorSummary(error)}`, offset: errorOffset(error) };
+  }
+  // check() also marks the AST as checked, which lets evaluation skip its runtime type pass.
+  const checked = parsed.check();
+  if (!checked.valid) {
+    return {
+      ok: false,
+      message: `CEL type error: ${celErrorSummary(checked.error)}`,
+      offset: errorOffset(checked.error),
+    };
+  }
+  const type = checked.type ?? 'dyn';
+  if (options.bool && type !== 'bool' && !type.startsWith('dyn')) {
+    return { ok: false, message: `A condition must be a bool expression; this one is ${type}`, offset: 0 };
+  }
+  const dynamicPattern = findDynamicPattern(parsed.ast);
+  if (dynamicPattern !== undefined) {
+    return {
+      ok: false,
+      message:
+        'matches() needs a literal pattern: a pattern read from params, context or state would let ' +
+        'callers choose a regular expression, and a backtracking one can stall the service',
+      offset: dynamicPattern,
+    };
+  }
+  return {
+    ok: true,
+    program: {
+      source,
+      stringLiterals: collectStringLiterals(parsed.ast),
+      iterates: hasComprehension(parsed.ast),
+      run: parsed,
+    },
+  };
+}
+
+/** The 0-based offset of a CEL error in the expression's text (0 when it has none). */
+function errorOffset(error: unknown): number {
+  const range = (error as { range?: { start?: unknown } } | undefined)?.range;
+  return typeof range?.start === 'number' ? range.start : 0;
+}

@@ -1,0 +1,77 @@
+/**
+ * Appending history events: each one chained to the last by its hash, and a delivery queued
+ * for every active webhook it matches, in the caller's transaction (the transactional outbox).
+ */
+import { GENESIS_HASH, hashEvent } from '../history/hashChain.js';
+import type { IdGenerator } from '../runtime.js';
+import type { EventType } from '../schemas.js';
+import type { StoredEvent, StoreTx } from '../store.js';
+import { matchesSubscription } from '../webhooks/index.js';
+
+/** An event to append; the chain and the outbox are {@link appendEvents}' job. */
+export interface EventDraft {
+  type: EventType;
+  session_id: string;
+  data: Record<string, unknown>;
+  decision_id?: string;
+}
+
+/** What {@link appendEvents} needs from its instance. */
+export interface AppendEventsOptions {
+  ids: IdGenerator;
+  /** The current time, ISO 8601. */
+  now: () => string;
+  /** Called (as a microtask) when the append queued at least one delivery. */
+  onDeliveriesQueued?: (() => void) | undefined;
+}
+
+/** Appends events in one transaction, chaining them and queuing matching deliveries. */
+export async function appendEvents(
+  tx: StoreTx,
+  tenantId: string,
+  drafts: readonly EventDraft[],
+  options: AppendEventsOptions,
+): Promise<StoredEvent[]> {
+  if (drafts.length === 0) return [];
+  const { ids, now, onDeliveriesQueued } = options;
+  const head = await tx.lockChainHead(tenantId);
+  let seq = head?.seq ?? 0;
+  let prevHash = head?.hash ?? GENESIS_HASH;
+  const webhooks = (await tx.listWebhooks(tenantId)).filter((w) => w.status === 'active');
+  const events: StoredEvent[] = [];
+  let queued = 0;
+  for (const draft of drafts) {
+    seq += 1;
+    const base = {
+      event_id: ids('evt'),
+      seq,
+      type: draft.type,
+      session_id: draft.session_id,
+      occurred_at: now(),
+      data: draft.data,
+      prev_hash: prevHash,
+    };
+    const hash = hashEvent({ tenant_id: tenantId, ...base });
+    const event: StoredEvent = { ...base, hash, decision_id: draft.decision_id ?? null };
+    await tx.appendEvent(tenantId, event);
+    const matching = webhooks.filter((w) => matchesSubscription(w, event));
+    if (matching.length > 0) {
+      await tx.insertDeliveries(
+        tenantId,
+        matching.map((w) => ({
+          delivery_id: ids('dlv'),
+          webhook_id: w.id,
+          event_id: event.event_id,
+          event_type: event.type,
+          next_attempt_at: event.occurred_at,
+          created_at: event.occurred_at,
+        })),
+      );
+      queued += matching.length;
+    }
+    prevHash = hash;
+    events.push(event);
+  }
+  if (queued > 0 && onDeliveriesQueued) queueMicrotask(onDeliveriesQueued);
+  return events;
+}

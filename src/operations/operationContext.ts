@@ -1,0 +1,133 @@
+/**
+ * The context every operation of one Gatehouse instance runs in: injected dependencies, the
+ * policy in force, and the lookups and checks several operations share (tenant, source trust,
+ * items and webhooks that must exist).
+ */
+import { GatehouseError } from '../errors.js';
+import type { CompiledPolicy } from '../gate/index.js';
+import { defaultPolicy } from '../gate/index.js';
+import type { CallContext, GatehouseOptions, WebhookUrlCheck } from '../gatehouseTypes.js';
+import {
+  type Clock,
+  createIdGenerator,
+  type IdGenerator,
+  type RandomBytes,
+  systemClock,
+  systemRandomBytes,
+} from '../runtime.js';
+import { SessionIdSchema, type StateItem } from '../schemas.js';
+import { maxClaimableTrust } from '../state/sourceTrust.js';
+import type { Store, StoredEvent, StoredWebhook, StoreTx } from '../store.js';
+import { notOneOf, parseInput } from '../validation.js';
+import { appendEvents, type EventDraft } from './appendEvents.js';
+import { assertPlausibleId, notFound } from './notFound.js';
+import { defaultWebhookUrlCheck } from './webhookViews.js';
+
+/**
+ * What every operation of one Gatehouse instance shares: the store, time, IDs, the policy in
+ * force, and the lookups and checks several operations make.
+ */
+export interface OperationContext {
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly ids: IdGenerator;
+  readonly randomBytes: RandomBytes;
+  readonly policy: CompiledPolicy;
+  setPolicy(policy: CompiledPolicy): void;
+  readonly checkWebhookUrl: WebhookUrlCheck;
+  readonly onDeliveriesQueued: (() => void) | undefined;
+  /** The caller's tenant, or the instance's. */
+  tenantOf(ctx?: CallContext): string;
+  /** The clock's time, ISO 8601. */
+  now(): string;
+  /** {@link appendEvents} with this instance's IDs, clock and delivery hook. */
+  append(tx: StoreTx, tenantId: string, drafts: readonly EventDraft[]): Promise<StoredEvent[]>;
+  /**
+   * The trust rank of `source`.
+   * @throws {GatehouseError} `invalid_request` (unknown source), `forbidden` (not the caller's to claim)
+   */
+  checkSource(source: string, ctx: CallContext | undefined, forWhat: string): number;
+  /** The highest trust the caller may claim. */
+  maxTrust(ctx: CallContext | undefined): number;
+  /** @throws {GatehouseError} `not_found` */
+  requireItem(tenantId: string, sessionId: string, key: string): Promise<StateItem>;
+  /** @throws {GatehouseError} `invalid_request` */
+  parseSession(sessionId: string): string;
+  /** @throws {GatehouseError} `not_found` */
+  requireWebhook(tenantId: string, webhookId: string): Promise<StoredWebhook>;
+}
+
+/** Builds the shared context of one Gatehouse instance's operations. */
+export function createOperationContext(options: GatehouseOptions): OperationContext {
+  const store = options.store;
+  const clock = options.clock ?? systemClock;
+  const ids = options.ids ?? createIdGenerator(clock);
+  const randomBytes = options.randomBytes ?? systemRandomBytes;
+  const defaultTenant = options.tenantId ?? 'default';
+  const checkWebhookUrl = options.checkWebhookUrl ?? defaultWebhookUrlCheck;
+  let policy = options.policy ?? defaultPolicy();
+
+  const tenantOf = (ctx?: CallContext) => ctx?.tenantId ?? defaultTenant;
+  const now = () => clock().toISOString();
+
+  const append = (tx: StoreTx, tenantId: string, drafts: readonly EventDraft[]) =>
+    appendEvents(tx, tenantId, drafts, { ids, now, onDeliveriesQueued: options.onDeliveriesQueued });
+
+  function checkSource(source: string, ctx: CallContext | undefined, forWhat: string): number {
+    const trust = policy.sources[source];
+    if (trust === undefined) throw notOneOf('source', source, Object.keys(policy.sources));
+    const allowed = ctx?.allowedSources;
+    if (allowed && !allowed.includes(source)) {
+      throw new GatehouseError(
+        'forbidden',
+        `This caller may not ${forWhat} with source '${source}'; it may use: ${allowed.join(', ') || 'none'}.`,
+      );
+    }
+    return trust;
+  }
+
+  /** The highest trust the caller may claim. */
+  function maxTrust(ctx: CallContext | undefined): number {
+    return maxClaimableTrust(policy.sources, ctx?.allowedSources);
+  }
+
+  async function requireItem(tenantId: string, sessionId: string, key: string): Promise<StateItem> {
+    const item = await store.getItem(tenantId, sessionId, key);
+    if (!item) throw notFound(`State item '${key}' in session '${sessionId}'`);
+    return item;
+  }
+
+  function parseSession(sessionId: string): string {
+    return parseInput(SessionIdSchema, sessionId, 'session_id');
+  }
+
+  async function requireWebhook(tenantId: string, webhookId: string): Promise<StoredWebhook> {
+    assertPlausibleId(webhookId, 'Webhook');
+    const webhook = await store.getWebhook(tenantId, webhookId);
+    if (!webhook) throw notFound(`Webhook '${webhookId}'`);
+    return webhook;
+  }
+
+  return {
+    store,
+    clock,
+    ids,
+    randomBytes,
+    get policy() {
+      return policy;
+    },
+    setPolicy(next) {
+      policy = next;
+    },
+    checkWebhookUrl,
+    onDeliveriesQueued: options.onDeliveriesQueued,
+    tenantOf,
+    now,
+    append,
+    checkSource,
+    maxTrust,
+    requireItem,
+    parseSession,
+    requireWebhook,
+  };
+}
