@@ -120,7 +120,8 @@ function serviceOperation(operationId: string, doc: ServiceDoc, outputs: Map<z.Z
   const codeParameter = doc.path.includes('{code}')
     ? [{ name: 'code', in: 'path', required: true, schema: { type: 'string', enum: [...ERROR_CODES] } }]
     : [];
-  const extra: Record<string, Json> = {};
+  // Every path answers another method with a 405 problem; the probes have no other 4xx.
+  const extra: Record<string, Json> = problems(['method_not_allowed']);
   for (const [status, description] of Object.entries(doc.problems ?? {})) {
     extra[status] = { description, content: { 'application/problem+json': { schema: ref('Problem') } } };
   }
