@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_ROUTES, createHttpApp, type HttpApp } from '../../adapters/http/index.js';
 import { openSqliteStore } from '../../adapters/sqlite/index.js';
-import { createGatehouse, type Store } from '../../src/index.js';
+import { createGatehouse, HistoryQuerySchema, type Store } from '../../src/index.js';
 
 const root = join(import.meta.dirname, '../..');
 let store: Store;
@@ -70,14 +70,7 @@ describe('the document and the app agree', () => {
       doc.paths[path].get.parameters.filter((p: any) => p.in === 'query').map((p: any) => p.name);
     expect(names('/v1/state/conflicts')).toEqual(['session_id', 'key', 'status']);
     expect(names('/v1/webhooks/{id}/deliveries')).toEqual(['status', 'limit', 'before_id']);
-    expect(names('/v1/history/events')).toEqual([
-      'session_id',
-      'type',
-      'decision_id',
-      'limit',
-      'cursor',
-      'order',
-    ]);
+    expect(names('/v1/history/events')).toEqual(Object.keys(HistoryQuerySchema.shape));
     const write = doc.paths['/v1/state/items'].post.responses;
     expect(Object.keys(write)).toEqual(
       expect.arrayContaining(['200', '201', '401', '403', '409', '413', '422', '429']),
