@@ -3,6 +3,7 @@
 // SQLite file) in a child process. The ratio of the p50s is what a gated tool call pays over the
 // cheapest round trip the same server can answer: parsing, auth, the core and the commit.
 
+import { readFileSync } from 'node:fs';
 import { Pool } from 'undici';
 import { startServer } from './lib/child.js';
 import { scratchDir } from './lib/env.js';
@@ -43,6 +44,20 @@ export async function run({ quick }) {
       { rounds: quick ? 2 : 4, msPerRound: quick ? 1000 : 2500, warmupMs: quick ? 500 : 1500 },
     );
     const ratio = results.evaluate.p50_us / results.healthz.p50_us;
+    // Server CPU per request (user + system, from /proc): steadier than latency on a shared machine.
+    const cpu = {};
+    const count = quick ? 500 : 2000;
+    for (const [variant, op] of [
+      ['healthz', () => send({ method: 'GET', path: '/healthz' })],
+      [
+        'evaluate',
+        (i) => send({ method: 'POST', path: '/v1/gates/evaluate', headers, body: bodies[i % bodies.length] }),
+      ],
+    ]) {
+      const before = cpuMicros(server.pid);
+      for (let i = 0; i < count; i += 1) await op(i);
+      cpu[variant] = (cpuMicros(server.pid) - before) / count;
+    }
     return {
       rows: [
         { name: 'healthz', label: 'GET /healthz (baseline)', ...results.healthz, ratio: 1 },
@@ -55,10 +70,21 @@ export async function run({ quick }) {
       ],
       baselineLabel: 'healthz (p50 ratio)',
       targets: [{ what: 'evaluate p50 ÷ healthz p50', value: ratio, op: '<=', target: 3 }],
+      notes: [
+        `server CPU per request: healthz ${cpu.healthz.toFixed(0)} µs, evaluate ${cpu.evaluate.toFixed(0)} µs`,
+      ],
+      extra: { server_cpu_us_per_request: cpu },
     };
   } finally {
     await pool?.close();
     await server?.stop();
     scratch.remove();
   }
+}
+
+/** User + system CPU time of a process in µs (Linux /proc; clock ticks of 10 ms). */
+function cpuMicros(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  // Fields 14 and 15 of stat (utime, stime), counted after the command name.
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
