@@ -9,7 +9,16 @@ import { join } from 'node:path';
 import { DIST_DIR, RESULTS_DIR } from './lib/env.js';
 import { fmtOps, fmtUs, printTable } from './lib/measure.js';
 
-const BENCHMARKS = ['evaluate', 'http-evaluate', 'history', 'record-state', 'faces', 'webhooks', 'postgres'];
+const BENCHMARKS = [
+  'evaluate',
+  'http-evaluate',
+  'http-sequential',
+  'history',
+  'record-state',
+  'faces',
+  'webhooks',
+  'postgres',
+];
 
 function parseArgs(argv) {
   const args = { quick: false, names: [] };

@@ -216,6 +216,13 @@ export const DecisionSchema = z.object({
 });
 export type Decision = z.infer<typeof DecisionSchema>;
 
+/** A stored decision with the inputs it was made on (secrets masked): `GET /v1/decisions/{id}`. */
+export const DecisionRecordSchema = DecisionSchema.extend({
+  params: z.record(z.string(), z.unknown()),
+  context: z.record(z.string(), z.unknown()),
+  event_id: z.string(),
+});
+
 /** `POST /v1/decisions/{id}/outcome`: what happened after a decision. */
 export const OutcomeInputSchema = z.strictObject({
   outcome: z.enum(['succeeded', 'failed']),

@@ -85,7 +85,7 @@ export async function startService(
   });
   let server: RunningServer;
   try {
-    server = await startHttpServer(app.fetch, { host: config.host, port: config.port });
+    server = await startHttpServer(app, { host: config.host, port: config.port });
   } catch (error) {
     await store.close();
     throw error;

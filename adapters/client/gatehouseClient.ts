@@ -1,40 +1,33 @@
 /**
- * A typed client for the `/v1` HTTP API, on undici. Each method mirrors the core method of the
- * same name, so code written against an in-process `Gatehouse` moves to a remote one unchanged;
- * failures are the same `GatehouseError` codes the core throws.
+ * A typed client for the `/v1` HTTP API, on undici. Each method is one operation of the route
+ * table (adapters/http/routes.ts: method, path, parameters, and the schema its answer is checked
+ * against) and mirrors the core method of the same name, so code written against an in-process
+ * `Gatehouse` moves to a remote one unchanged; failures are the same `GatehouseError` codes.
  */
 import { type Dispatcher, request } from 'undici';
-import { z } from 'zod';
+import type { z } from 'zod';
 import {
   type Conflict,
-  ConflictSchema,
   type CreateWebhookInput,
   type Decision,
   type DecisionRecord,
-  DecisionSchema,
   type Delivery,
-  DeliverySchema,
   type EvaluateInput,
   GatehouseError,
   type HistoryEvent,
-  HistoryEventSchema,
   type HistoryPage,
-  HistoryPageSchema,
   type HistoryQuery,
   type OutcomeInput,
   type RecordStateInput,
   type RecordStateResult,
-  RecordStateResultSchema,
   type ResolveConflictInput,
   type StateItem,
-  StateItemSchema,
   type VerifyResult,
-  VerifyResultSchema,
   type Webhook,
-  WebhookSchema,
   type WebhookWithSecret,
-  WebhookWithSecretSchema,
 } from '../../src/index.js';
+import type { ApiRoute } from '../http/route.js';
+import { API_ROUTES, type OperationId } from '../http/routes.js';
 import { errorFromResponse, unavailableError } from './responseErrors.js';
 
 /** Options for {@link createGatehouseClient}. */
@@ -132,28 +125,25 @@ export interface GatehouseClient {
   redeliver(webhookId: string, deliveryId: string, options?: WriteOptions): Promise<Delivery>;
 }
 
-const DecisionRecordSchema = DecisionSchema.extend({
-  params: z.record(z.string(), z.unknown()),
-  context: z.record(z.string(), z.unknown()),
-  event_id: z.string(),
-});
-const ItemsSchema = z.object({ items: z.array(StateItemSchema) });
-const VersionsSchema = z.object({ versions: z.array(StateItemSchema) });
-const ConflictsSchema = z.object({ conflicts: z.array(ConflictSchema) });
-const WebhooksSchema = z.object({ webhooks: z.array(WebhookSchema) });
-const DeliveriesSchema = z.object({ deliveries: z.array(DeliverySchema) });
+// The client's methods are exactly the table's operations: a route without a method (or a method
+// without a route) is a type error here.
+type Missing = Exclude<OperationId, keyof GatehouseClient> | Exclude<keyof GatehouseClient, OperationId>;
+const everyOperationHasAMethod: [Missing] extends [never] ? true : Missing = true;
+void everyOperationHasAMethod;
 
-type Query = Record<string, string | number | undefined>;
+type Routes = typeof API_ROUTES;
+/** The answer type of an operation, from its response schema. */
+type Answer<K extends OperationId> =
+  Routes[K] extends ApiRoute<z.ZodType, z.ZodType, infer R> ? z.output<R> : never;
+
+type Query = Record<string, unknown>;
 
 interface Call {
-  method: 'GET' | 'POST' | 'DELETE';
-  path: string;
+  params?: Record<string, string | number>;
   query?: Query;
   body?: unknown;
   options?: WriteOptions | undefined;
 }
-
-const seg = encodeURIComponent;
 
 /**
  * Creates a `/v1` client. It never retries on its own: pass an `idempotencyKey` and retry a
@@ -178,7 +168,10 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
   const timeoutMs = options.timeoutMs ?? 10_000;
   const authorization = `Bearer ${options.apiKey}`;
 
-  async function send(call: Call): Promise<{ status: number; text: string }> {
+  async function send(route: ApiRoute, call: Call): Promise<string> {
+    const path = route.path.replace(/\{([^}]+)\}/g, (_, name: string) =>
+      encodeURIComponent(String(call.params?.[name] ?? '')),
+    );
     const search = new URLSearchParams();
     for (const [name, value] of Object.entries(call.query ?? {})) {
       if (value !== undefined) search.set(name, String(value));
@@ -192,8 +185,8 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
     let responseHeaders: Record<string, string | string[] | undefined>;
     let text: string;
     try {
-      const response = await request(`${base}${call.path}${qs}`, {
-        method: call.method,
+      const response = await request(`${base}${path}${qs}`, {
+        method: route.method,
         headers,
         ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
         ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
@@ -210,130 +203,67 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
       throw unavailableError(origin, error, timeoutMs);
     }
     if (status < 200 || status >= 300) throw errorFromResponse(status, responseHeaders, text);
-    return { status, text };
+    return text;
   }
 
-  async function call<S extends z.ZodType>(schema: S, spec: Call): Promise<z.output<S>> {
-    const { text } = await send(spec);
+  /** Calls an operation and checks its answer against the route's response schema. */
+  async function invoke<K extends OperationId>(operationId: K, call: Call = {}): Promise<Answer<K>> {
+    const route: ApiRoute = API_ROUTES[operationId];
+    const text = await send(route, call);
+    const schema = route.response.schema;
+    if (schema === undefined) return undefined as Answer<K>;
+    const where = `${route.method} ${route.path}`;
     let json: unknown;
     try {
       json = JSON.parse(text);
     } catch (error) {
-      throw new GatehouseError(
-        'internal',
-        `The Gatehouse server sent a body that is not JSON (${spec.path}).`,
-        {
-          cause: error,
-        },
-      );
+      throw new GatehouseError('internal', `The Gatehouse server sent a body that is not JSON (${where}).`, {
+        cause: error,
+      });
     }
     const parsed = schema.safeParse(json);
     if (!parsed.success) {
       throw new GatehouseError(
         'internal',
-        `The Gatehouse server's answer to ${spec.method} ${spec.path} does not match the /v1 contract.`,
+        `The Gatehouse server's answer to ${where} does not match the /v1 contract.`,
         { cause: parsed.error },
       );
     }
-    return parsed.data;
+    return parsed.data as Answer<K>;
   }
 
-  const item = (key: string) => `/v1/state/items/${seg(key)}`;
+  const session = (sessionId: string) => ({ session_id: sessionId });
 
   return {
-    recordState: (input, opts) =>
-      call(RecordStateResultSchema, { method: 'POST', path: '/v1/state/items', body: input, options: opts }),
-    getItem: (sessionId, key) =>
-      call(StateItemSchema, { method: 'GET', path: item(key), query: { session_id: sessionId } }),
+    recordState: (input, opts) => invoke('recordState', { body: input, options: opts }),
+    getItem: (sessionId, key) => invoke('getItem', { params: { key }, query: session(sessionId) }),
     getItemVersion: (sessionId, key, version) =>
-      call(StateItemSchema, {
-        method: 'GET',
-        path: `${item(key)}/versions/${seg(String(version))}`,
-        query: { session_id: sessionId },
-      }),
+      invoke('getItemVersion', { params: { key, version }, query: session(sessionId) }),
     listItemVersions: async (sessionId, key) =>
-      (
-        await call(VersionsSchema, {
-          method: 'GET',
-          path: `${item(key)}/versions`,
-          query: { session_id: sessionId },
-        })
-      ).versions,
-    listItems: async (sessionId) =>
-      (await call(ItemsSchema, { method: 'GET', path: '/v1/state/items', query: { session_id: sessionId } }))
-        .items,
-    listConflicts: async (query = {}) =>
-      (await call(ConflictsSchema, { method: 'GET', path: '/v1/state/conflicts', query: { ...query } }))
-        .conflicts,
-    getConflict: (conflictId) =>
-      call(ConflictSchema, { method: 'GET', path: `/v1/state/conflicts/${seg(conflictId)}` }),
+      (await invoke('listItemVersions', { params: { key }, query: session(sessionId) })).versions,
+    listItems: async (sessionId) => (await invoke('listItems', { query: session(sessionId) })).items,
+    listConflicts: async (query = {}) => (await invoke('listConflicts', { query: { ...query } })).conflicts,
+    getConflict: (conflictId) => invoke('getConflict', { params: { id: conflictId } }),
     resolveConflict: (conflictId, input, opts) =>
-      call(ConflictSchema, {
-        method: 'POST',
-        path: `/v1/state/conflicts/${seg(conflictId)}/resolve`,
-        body: input,
-        options: opts,
-      }),
-    evaluate: (input, opts) =>
-      call(DecisionSchema, { method: 'POST', path: '/v1/gates/evaluate', body: input, options: opts }),
-    getDecision: (decisionId) =>
-      call(DecisionRecordSchema, { method: 'GET', path: `/v1/decisions/${seg(decisionId)}` }),
+      invoke('resolveConflict', { params: { id: conflictId }, body: input, options: opts }),
+    evaluate: (input, opts) => invoke('evaluate', { body: input, options: opts }),
+    getDecision: (decisionId) => invoke('getDecision', { params: { id: decisionId } }),
     recordOutcome: (decisionId, input, opts) =>
-      call(HistoryEventSchema, {
-        method: 'POST',
-        path: `/v1/decisions/${seg(decisionId)}/outcome`,
-        body: input,
-        options: opts,
-      }),
-    readHistory: (query = {}) =>
-      call(HistoryPageSchema, {
-        method: 'GET',
-        path: '/v1/history/events',
-        query: {
-          session_id: query.session_id,
-          type: query.type,
-          decision_id: query.decision_id,
-          limit: query.limit === undefined ? undefined : String(query.limit),
-          cursor: query.cursor,
-          order: query.order,
-        },
-      }),
-    verifyHistory: () => call(VerifyResultSchema, { method: 'GET', path: '/v1/history/verify' }),
-    createWebhook: (input, opts) =>
-      call(WebhookWithSecretSchema, { method: 'POST', path: '/v1/webhooks', body: input, options: opts }),
-    listWebhooks: async () => (await call(WebhooksSchema, { method: 'GET', path: '/v1/webhooks' })).webhooks,
-    getWebhook: (webhookId) => call(WebhookSchema, { method: 'GET', path: `/v1/webhooks/${seg(webhookId)}` }),
+      invoke('recordOutcome', { params: { id: decisionId }, body: input, options: opts }),
+    readHistory: (query = {}) => invoke('readHistory', { query: { ...query } }),
+    verifyHistory: () => invoke('verifyHistory'),
+    createWebhook: (input, opts) => invoke('createWebhook', { body: input, options: opts }),
+    listWebhooks: async () => (await invoke('listWebhooks')).webhooks,
+    getWebhook: (webhookId) => invoke('getWebhook', { params: { id: webhookId } }),
     deleteWebhook: async (webhookId) => {
-      await send({ method: 'DELETE', path: `/v1/webhooks/${seg(webhookId)}` });
+      await invoke('deleteWebhook', { params: { id: webhookId } });
     },
     rotateWebhookSecret: (webhookId, input = {}, opts) =>
-      call(WebhookWithSecretSchema, {
-        method: 'POST',
-        path: `/v1/webhooks/${seg(webhookId)}/rotate-secret`,
-        body: input,
-        options: opts,
-      }),
-    enableWebhook: (webhookId, opts) =>
-      call(WebhookSchema, {
-        method: 'POST',
-        path: `/v1/webhooks/${seg(webhookId)}/enable`,
-        body: {},
-        options: opts,
-      }),
+      invoke('rotateWebhookSecret', { params: { id: webhookId }, body: input, options: opts }),
+    enableWebhook: (webhookId, opts) => invoke('enableWebhook', { params: { id: webhookId }, options: opts }),
     listDeliveries: async (webhookId, query = {}) =>
-      (
-        await call(DeliveriesSchema, {
-          method: 'GET',
-          path: `/v1/webhooks/${seg(webhookId)}/deliveries`,
-          query: { ...query },
-        })
-      ).deliveries,
+      (await invoke('listDeliveries', { params: { id: webhookId }, query: { ...query } })).deliveries,
     redeliver: (webhookId, deliveryId, opts) =>
-      call(DeliverySchema, {
-        method: 'POST',
-        path: `/v1/webhooks/${seg(webhookId)}/deliveries/${seg(deliveryId)}/redeliver`,
-        body: {},
-        options: opts,
-      }),
+      invoke('redeliver', { params: { id: webhookId, delivery_id: deliveryId }, options: opts }),
   };
 }

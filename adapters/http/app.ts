@@ -1,30 +1,21 @@
 /**
- * The `/v1` HTTP face: a web-standard handler (Hono). Routes translate; the core decides.
- * `app.fetch(request)` is all a test needs; `startHttpServer` puts it on a port.
+ * The `/v1` HTTP face: the route table run through one pipeline, with a web-standard
+ * `fetch(Request) → Response` (tests call it without a port) and a lean node:http listener that
+ * `startHttpServer` uses. Routes translate; the core decides.
  */
-import { type Context, Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
-import { methodNotAllowed } from 'hono/method-not-allowed';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import Keyv from 'keyv';
 import type { Logger } from 'pino';
-import { z } from 'zod';
-import {
-  authenticateApiKey,
-  type CallContext,
-  type Gatehouse,
-  GatehouseError,
-  type KeyStore,
-  type Principal,
-  parseInput,
-  requireScope,
-  type Scope,
-  toGatehouseError,
-} from '../../src/index.js';
+import type { Gatehouse, KeyStore, Principal } from '../../src/index.js';
 import { createIdempotency } from './idempotency.js';
 import { createMetrics, type Metrics } from './metrics.js';
+import { createNodeListener } from './nodeListener.js';
 import { buildOpenApiDocument } from './openapi.js';
-import { problemResponse } from './problem.js';
+import { type AnyRoute, createPipeline, type Pipeline } from './pipeline.js';
 import { createRateLimiter, type RateLimiterOptions } from './rateLimiter.js';
+import { pathAndSearch, readWebBody } from './requestParts.js';
+import { API_ROUTES } from './routes.js';
+import { createServiceRoutes } from './serviceRoutes.js';
 
 /** Options for {@link createHttpApp}. */
 export interface HttpAppOptions {
@@ -42,309 +33,94 @@ export interface HttpAppOptions {
   metrics?: Metrics;
   /** The MCP Streamable HTTP handler, mounted at `/mcp` behind the same bearer auth. */
   mcp?: (request: Request, principal: Principal) => Promise<Response>;
+  /**
+   * Makes the problem `type` URIs absolute, e.g. `https://gatehouse.example.org`.
+   * @default '' (relative `/problems/<code>`, resolved against the URL the answer came from)
+   */
+  problemBaseUrl?: string;
 }
 
-type Env = { Variables: { principal: Principal } };
-
-const SessionQuery = z.strictObject({ session_id: z.string() });
-const ConflictsQuery = z.strictObject({
-  session_id: z.string().optional(),
-  key: z.string().optional(),
-  status: z.enum(['open', 'resolved']).optional(),
-});
-const DeliveriesQuery = z.strictObject({
-  status: z.enum(['pending', 'delivered', 'failed']).optional(),
-  limit: z.coerce.number().int().min(1).max(500).default(50),
-  before_id: z.string().max(64).optional(),
-});
-
-function ctxOf(principal: Principal): CallContext {
-  return { tenantId: principal.tenantId, allowedSources: principal.sources };
+/** The app: a web-standard handler plus what the node:http face and tests need. */
+export interface HttpApp {
+  /** Answers a web `Request`. */
+  fetch(request: Request): Promise<Response>;
+  /** Like Hono's `app.request`: a path (`/v1/...`), a URL or a Request, with optional init. */
+  request(input: string | URL | Request, init?: RequestInit): Promise<Response>;
+  /** Every route: `{ method, path }` with Hono-style patterns; `/mcp` is `ALL`. */
+  readonly routes: ReadonlyArray<{ method: string; path: string }>;
+  /** The node:http listener: the same pipeline without web Request or stream objects. */
+  readonly nodeListener: (req: IncomingMessage, res: ServerResponse) => void;
 }
 
-/** A path parameter; every route declares the ones it reads. */
-function param(c: Context<Env>, name: string): string {
-  return c.req.param(name) ?? '';
-}
+const nodeListeners = new WeakMap<(request: Request) => unknown, HttpApp['nodeListener']>();
 
-function isJson(contentType: string | undefined): boolean {
-  if (!contentType) return false;
-  const type = contentType.split(';')[0]!.trim().toLowerCase();
-  return type === 'application/json' || /^application\/[a-z0-9.+-]+\+json$/.test(type);
+/**
+ * The lean node:http listener of an app's `fetch`, so `startHttpServer(app.fetch)` (as existing
+ * callers write it) still gets the lean path; undefined for any other fetch function.
+ */
+export function nodeListenerOf(fetch: (request: Request) => unknown): HttpApp['nodeListener'] | undefined {
+  return nodeListeners.get(fetch);
 }
 
 /**
- * Builds the Hono app.
+ * Builds the app.
  * @example
  * const app = createHttpApp({ gatehouse });
  * const res = await app.request('/v1/gates/evaluate', { method: 'POST', headers, body });
+ * await startHttpServer(app.fetch, { port: 8787 });
  */
-export function createHttpApp(options: HttpAppOptions): Hono<Env> {
-  const gh = options.gatehouse;
-  const keys = options.keys ?? gh.store;
-  const maxBody = options.maxBodyBytes ?? 64 * 1024;
-  const limiter = options.rateLimit === false ? null : createRateLimiter(options.rateLimit);
-  const idempotency = createIdempotency({ store: options.ttlStore ?? new Keyv({ namespace: 'idem' }) });
+export function createHttpApp(options: HttpAppOptions): HttpApp {
+  const gatehouse = options.gatehouse;
   const metrics = options.metrics ?? createMetrics();
-  const log = options.logger;
-
-  const app = new Hono<Env>();
-
-  app.onError((error, c) => {
-    const gatehouseError = toGatehouseError(error);
-    if (gatehouseError.code === 'internal') {
-      log?.error({ err: gatehouseError.cause ?? error, path: c.req.path }, 'request failed');
-    }
-    return problemResponse(gatehouseError, c.req.path);
-  });
-  app.notFound((c) =>
-    problemResponse(new GatehouseError('not_found', `No route ${c.req.method} ${c.req.path}.`), c.req.path),
-  );
-
-  app.use(
-    methodNotAllowed({
-      app,
-      onMethodNotAllowed: (c, methods) =>
-        problemResponse(
-          new GatehouseError(
-            'method_not_allowed',
-            `${c.req.method} is not allowed on ${c.req.path}; use ${methods.join(', ')}.`,
-          ),
-          c.req.path,
-          { allow: methods.join(', ') },
-        ),
-    }),
-  );
-
-  app.use(async (c, next) => {
-    const started = performance.now();
-    await next();
-    const route = c.req.routePath;
-    metrics.observeRequest(c.req.method, route, c.res.status, (performance.now() - started) / 1000);
-    log?.debug({ method: c.req.method, path: c.req.path, status: c.res.status }, 'request');
-  });
-
-  // ---- unauthenticated -----------------------------------------------------------------------
-  app.get('/healthz', (c) => c.json({ status: 'ok' }));
-  app.get('/readyz', async (c) => {
-    try {
-      await gh.store.ping();
-      return c.json({ status: 'ready', store: gh.store.kind });
-    } catch {
-      return problemResponse(new GatehouseError('unavailable', 'The database is unreachable.'), c.req.path);
-    }
-  });
-  app.get('/metrics', async (c) =>
-    c.body(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }),
-  );
-  app.get('/v1/openapi.json', (c) => c.json(buildOpenApiDocument()));
-
-  // ---- auth, limits, body -----------------------------------------------------------------
-  const authenticate = async (c: Context<Env>, next: () => Promise<void>) => {
-    const header = c.req.header('authorization');
-    const match = header ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null;
-    if (!match) {
-      throw new GatehouseError(
-        'unauthorized',
-        header ? 'The Authorization header must be `Bearer <key>`.' : 'Missing Authorization: Bearer <key>.',
-      );
-    }
-    const principal = await authenticateApiKey(keys, match[1]!);
-    if (limiter) {
-      const wait = limiter(principal.keyId);
-      if (wait > 0) {
-        throw new GatehouseError('rate_limited', 'Rate limit exceeded for this API key; retry later.', {
-          retryAfter: wait,
-        });
-      }
-    }
-    c.set('principal', principal);
-    await next();
-  };
-  app.use('/v1/*', authenticate);
-  app.use('/mcp', authenticate);
-  const limitBody = bodyLimit({
-    maxSize: maxBody,
-    onError: (c) =>
-      problemResponse(
-        new GatehouseError('payload_too_large', `The request body exceeds ${maxBody} bytes.`),
-        c.req.path,
-      ),
-  });
-  // A GET or HEAD request has no body (a web Request cannot carry one), so the limit has nothing
-  // to check; asking it would read `c.req.raw.body`, which makes @hono/node-server build a full
-  // Request (abort controller, stream over the socket) for every read.
-  app.use('/v1/*', (c, next) =>
-    c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : limitBody(c, next),
-  );
-
-  /** Reads a JSON body (an empty body is `{}` when `optional`). */
-  async function jsonBody(c: Context<Env>, optional = false): Promise<{ value: unknown; text: string }> {
-    const text = await c.req.text();
-    if (text.trim() === '' && optional) return { value: {}, text };
-    if (!isJson(c.req.header('content-type'))) {
-      throw new GatehouseError(
-        'unsupported_media_type',
-        'The request body must be JSON (Content-Type: application/json).',
-      );
-    }
-    try {
-      return { value: JSON.parse(text), text };
-    } catch (error) {
-      throw new GatehouseError(
-        'malformed_request',
-        `The request body is not valid JSON: ${(error as Error).message}`,
-      );
-    }
-  }
-
-  /** A POST route: scope check, JSON body, Idempotency-Key replay. */
-  function post(
-    path: string,
-    scope: Scope,
-    handler: (c: Context<Env>, body: unknown, principal: Principal) => Promise<Response>,
-    bodyOptional = false,
-  ) {
-    app.post(path, async (c) => {
-      const principal = c.get('principal');
-      requireScope(principal, scope);
-      const { value, text } = await jsonBody(c, bodyOptional);
-      const key = c.req.header('idempotency-key');
-      const run = () => handler(c, value, principal).catch((e: unknown) => problemResponse(e, c.req.path));
-      if (key === undefined) return run();
-      return idempotency(`${principal.keyId}:POST:${c.req.path}`, key, text, run);
-    });
-  }
-
-  function get(
-    path: string,
-    scope: Scope,
-    handler: (c: Context<Env>, principal: Principal) => Promise<Response>,
-  ) {
-    app.get(path, async (c) => {
-      const principal = c.get('principal');
-      requireScope(principal, scope);
-      return handler(c, principal);
-    });
-  }
-
-  const query = <S extends z.ZodType>(c: Context<Env>, schema: S): z.output<S> =>
-    parseInput(schema, c.req.query(), 'query');
-
-  // ---- state ---------------------------------------------------------------------------------
-  post('/v1/state/items', 'state:write', async (c, body, p) => {
-    const result = await gh.recordState(body as never, ctxOf(p));
-    return c.json(result, result.changed ? 201 : 200);
-  });
-  get('/v1/state/items', 'state:read', async (c, p) => {
-    const { session_id } = query(c, SessionQuery);
-    return c.json({ items: await gh.listItems(session_id, ctxOf(p)) });
-  });
-  get('/v1/state/items/:key', 'state:read', async (c, p) => {
-    const { session_id } = query(c, SessionQuery);
-    return c.json(await gh.getItem(session_id, param(c, 'key'), ctxOf(p)));
-  });
-  get('/v1/state/items/:key/versions', 'state:read', async (c, p) => {
-    const { session_id } = query(c, SessionQuery);
-    return c.json({ versions: await gh.listItemVersions(session_id, param(c, 'key'), ctxOf(p)) });
-  });
-  get('/v1/state/items/:key/versions/:version', 'state:read', async (c, p) => {
-    const { session_id } = query(c, SessionQuery);
-    const version = Number(param(c, 'version'));
-    return c.json(await gh.getItemVersion(session_id, param(c, 'key'), version, ctxOf(p)));
-  });
-  get('/v1/state/conflicts', 'state:read', async (c, p) => {
-    const q = query(c, ConflictsQuery);
-    return c.json({
-      conflicts: await gh.listConflicts(
-        {
-          ...(q.session_id === undefined ? {} : { session_id: q.session_id }),
-          ...(q.key === undefined ? {} : { key: q.key }),
-          ...(q.status === undefined ? {} : { status: q.status }),
-        },
-        ctxOf(p),
-      ),
-    });
-  });
-  get('/v1/state/conflicts/:id', 'state:read', async (c, p) =>
-    c.json(await gh.getConflict(param(c, 'id'), ctxOf(p))),
-  );
-  post('/v1/state/conflicts/:id/resolve', 'state:write', async (c, body, p) =>
-    c.json(await gh.resolveConflict(param(c, 'id'), body as never, ctxOf(p))),
-  );
-
-  // ---- gate and decisions --------------------------------------------------------------------
-  post('/v1/gates/evaluate', 'gate:evaluate', async (c, body, p) => {
-    const decision = await gh.evaluate(body as never, ctxOf(p));
-    metrics.observeDecision(decision.verdict);
-    return c.json(decision, 200);
-  });
-  get('/v1/decisions/:id', 'history:read', async (c, p) =>
-    c.json(await gh.getDecision(param(c, 'id'), ctxOf(p))),
-  );
-  post('/v1/decisions/:id/outcome', 'gate:evaluate', async (c, body, p) =>
-    c.json(await gh.recordOutcome(param(c, 'id'), body as never, ctxOf(p)), 201),
-  );
-
-  // ---- history -------------------------------------------------------------------------------
-  get('/v1/history/events', 'history:read', async (c, p) =>
-    c.json(await gh.readHistory(c.req.query(), ctxOf(p))),
-  );
-  get('/v1/history/verify', 'history:read', async (c, p) => c.json(await gh.verifyHistory(ctxOf(p))));
-
-  // ---- webhooks ------------------------------------------------------------------------------
-  post('/v1/webhooks', 'webhooks:manage', async (c, body, p) =>
-    c.json(await gh.createWebhook(body as never, ctxOf(p)), 201),
-  );
-  get('/v1/webhooks', 'webhooks:manage', async (c, p) =>
-    c.json({ webhooks: await gh.listWebhooks(ctxOf(p)) }),
-  );
-  get('/v1/webhooks/:id', 'webhooks:manage', async (c, p) =>
-    c.json(await gh.getWebhook(param(c, 'id'), ctxOf(p))),
-  );
-  app.delete('/v1/webhooks/:id', async (c) => {
-    const p = c.get('principal');
-    requireScope(p, 'webhooks:manage');
-    await gh.deleteWebhook(param(c, 'id'), ctxOf(p));
-    return c.body(null, 204);
-  });
-  post(
-    '/v1/webhooks/:id/rotate-secret',
-    'webhooks:manage',
-    async (c, body, p) => c.json(await gh.rotateWebhookSecret(param(c, 'id'), body as never, ctxOf(p))),
-    true,
-  );
-  post(
-    '/v1/webhooks/:id/enable',
-    'webhooks:manage',
-    async (c, _body, p) => c.json(await gh.enableWebhook(param(c, 'id'), ctxOf(p))),
-    true,
-  );
-  get('/v1/webhooks/:id/deliveries', 'webhooks:manage', async (c, p) => {
-    const q = query(c, DeliveriesQuery);
-    const deliveries = await gh.listDeliveries(
-      param(c, 'id'),
-      {
-        limit: q.limit,
-        ...(q.status === undefined ? {} : { status: q.status }),
-        ...(q.before_id === undefined ? {} : { before_id: q.before_id }),
-      },
-      ctxOf(p),
-    );
-    return c.json({ deliveries });
-  });
-  post(
-    '/v1/webhooks/:id/deliveries/:delivery_id/redeliver',
-    'webhooks:manage',
-    async (c, _body, p) => c.json(await gh.redeliver(param(c, 'id'), param(c, 'delivery_id'), ctxOf(p)), 202),
-    true,
-  );
-
-  // ---- MCP -----------------------------------------------------------------------------------
+  const serviceRoutes = createServiceRoutes({ gatehouse, metrics, openApiDocument: buildOpenApiDocument });
+  const apiRoutes: AnyRoute[] = Object.entries(API_ROUTES).map(([operationId, route]) => ({
+    kind: 'api',
+    operationId,
+    route: route as never,
+  }));
   const mcp = options.mcp;
-  if (mcp) {
-    app.all('/mcp', async (c) => mcp(c.req.raw, c.get('principal')));
-  }
+  const webRoutes: AnyRoute[] = mcp ? [{ kind: 'web', method: 'ALL', path: '/mcp', handle: mcp }] : [];
 
+  const pipeline: Pipeline = createPipeline(
+    {
+      gatehouse,
+      keys: options.keys ?? gatehouse.store,
+      maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
+      limiter: options.rateLimit === false ? null : createRateLimiter(options.rateLimit),
+      idempotency: createIdempotency({ store: options.ttlStore ?? new Keyv({ namespace: 'idem' }) }),
+      metrics,
+      logger: options.logger,
+      ...(options.problemBaseUrl === undefined ? {} : { problemBaseUrl: options.problemBaseUrl }),
+    },
+    [...serviceRoutes, ...apiRoutes, ...webRoutes],
+  );
+
+  const fetch = async (request: Request): Promise<Response> => {
+    const { path, search } = pathAndSearch(request.url);
+    const reply = await pipeline.handle(
+      {
+        method: request.method,
+        path,
+        search,
+        header: (name) => request.headers.get(name) ?? undefined,
+        text: (limit) => readWebBody(request, limit),
+      },
+      request,
+    );
+    if (reply instanceof Response) return reply;
+    return new Response(reply.body, { status: reply.status, headers: reply.headers });
+  };
+
+  const app: HttpApp = {
+    fetch,
+    request(input, init) {
+      if (input instanceof Request) return fetch(init ? new Request(input, init) : input);
+      const url = typeof input === 'string' && input.startsWith('/') ? `http://localhost${input}` : input;
+      return fetch(new Request(url, init));
+    },
+    routes: pipeline.routes,
+    nodeListener: createNodeListener(pipeline, fetch),
+  };
+  nodeListeners.set(fetch, app.nodeListener);
   return app;
 }

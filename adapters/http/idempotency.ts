@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import type Keyv from 'keyv';
 import { GatehouseError } from '../../src/index.js';
+import type { Reply } from './problem.js';
 
 interface StoredResponse {
   fingerprint: string;
@@ -27,8 +28,8 @@ export type Idempotency = (
   scope: string,
   idempotencyKey: string,
   body: string,
-  run: () => Promise<Response>,
-) => Promise<Response>;
+  run: () => Promise<Reply>,
+) => Promise<Reply>;
 
 /** Creates the idempotency guard. */
 export function createIdempotency(options: IdempotencyOptions): Idempotency {
@@ -51,24 +52,24 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
           { errors: [{ path: 'Idempotency-Key', message: 'reused with a different body' }] },
         );
       }
-      return new Response(stored.body, {
+      return {
         status: stored.status,
         headers: { 'content-type': stored.contentType, 'idempotent-replayed': 'true' },
-      });
+        body: stored.body,
+      } satisfies Reply;
     };
     const existing = (await options.store.get(id)) as StoredResponse | undefined;
     if (existing) return replay(existing);
     const work = (async () => {
       const response = await run();
       if (response.status < 500) {
-        const text = await response.clone().text();
         await options.store.set(
           id,
           {
             fingerprint,
             status: response.status,
-            body: text,
-            contentType: response.headers.get('content-type') ?? 'application/json',
+            body: response.body ?? '',
+            contentType: response.headers['content-type'] ?? 'application/json',
           } satisfies StoredResponse,
           ttl,
         );

@@ -1,221 +1,198 @@
 /**
- * The OpenAPI 3.1 document, generated from the same zod schemas that validate requests.
+ * The OpenAPI 3.1 document, derived from the route table (adapters/http/routes.ts) and the
+ * service routes: paths, parameters, bodies, every response with its schema, problem answers.
+ * zod 4's `z.toJSONSchema` turns the contract's schemas into components.
  */
 import { z } from 'zod';
-import {
-  ConflictSchema,
-  CreateWebhookInputSchema,
-  DecisionSchema,
-  DeliverySchema,
-  EvaluateInputSchema,
-  HistoryEventSchema,
-  HistoryPageSchema,
-  OutcomeInputSchema,
-  RecordStateInputSchema,
-  RecordStateResultSchema,
-  ResolveConflictInputSchema,
-  RotateSecretInputSchema,
-  StateItemSchema,
-  VerifyResultSchema,
-  WebhookSchema,
-  WebhookWithSecretSchema,
-} from '../../src/index.js';
+import { ERROR_CODES, type ErrorCode } from '../../src/index.js';
+import { PROBLEM_DESCRIPTIONS, ProblemSchema, STATUS_BY_CODE } from './problem.js';
+import type { ApiRoute } from './route.js';
+import { API_ROUTES } from './routes.js';
+import { SERVICE_ROUTES, type ServiceDoc } from './serviceRoutes.js';
 
-const schemas = {
-  RecordStateInput: [RecordStateInputSchema, 'input'],
-  RecordStateResult: [RecordStateResultSchema, 'output'],
-  StateItem: [StateItemSchema, 'output'],
-  Conflict: [ConflictSchema, 'output'],
-  ResolveConflictInput: [ResolveConflictInputSchema, 'input'],
-  EvaluateInput: [EvaluateInputSchema, 'input'],
-  Decision: [DecisionSchema, 'output'],
-  OutcomeInput: [OutcomeInputSchema, 'input'],
-  HistoryEvent: [HistoryEventSchema, 'output'],
-  HistoryPage: [HistoryPageSchema, 'output'],
-  VerifyResult: [VerifyResultSchema, 'output'],
-  CreateWebhookInput: [CreateWebhookInputSchema, 'input'],
-  Webhook: [WebhookSchema, 'output'],
-  WebhookWithSecret: [WebhookWithSecretSchema, 'output'],
-  RotateSecretInput: [RotateSecretInputSchema, 'input'],
-  Delivery: [DeliverySchema, 'output'],
-} as const;
+type Json = Record<string, unknown>;
 
-const ref = (name: keyof typeof schemas) => ({ $ref: `#/components/schemas/${name}` });
-const json = (name: keyof typeof schemas) => ({ content: { 'application/json': { schema: ref(name) } } });
-const problem = { description: 'Problem (RFC 9457)', content: { 'application/problem+json': {} } };
-const errors = { '401': problem, '403': problem, '422': problem, '429': problem };
-const sessionParam = { name: 'session_id', in: 'query', required: true, schema: { type: 'string' } };
-const pathParam = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string' } });
-const list = (key: string, name: keyof typeof schemas) => ({
-  content: {
-    'application/json': {
-      schema: { type: 'object', properties: { [key]: { type: 'array', items: ref(name) } } },
-    },
-  },
-});
+const TAGS = [
+  { name: 'State', description: 'Governed state: versioned, conflict-checked items.' },
+  { name: 'Gate', description: 'Allow / Warn / Block decisions and their outcomes.' },
+  { name: 'History', description: 'The append-only, hash-chained history.' },
+  { name: 'Webhooks', description: 'Signed, retried deliveries of history events.' },
+  { name: 'Service', description: 'Probes, metrics, this document and the problem pages (no key).' },
+];
 
-let cached: unknown;
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
-/** The OpenAPI document (built once). */
-export function buildOpenApiDocument(): unknown {
-  if (cached) return cached;
-  const components: Record<string, unknown> = {};
-  for (const [name, [schema, io]] of Object.entries(schemas)) {
-    components[name] = z.toJSONSchema(schema, { io, unrepresentable: 'any' });
+/** Builds a components section from named zod schemas (one JSON Schema each, `$ref`s between). */
+function componentSchemas(named: Map<z.ZodType, string>, io: 'input' | 'output'): Record<string, Json> {
+  const registry = z.registry<{ id: string }>();
+  for (const [schema, id] of named) registry.add(schema, { id });
+  const { schemas } = z.toJSONSchema(registry, {
+    io,
+    unrepresentable: 'any',
+    uri: (id) => `#/components/schemas/${id}`,
+  }) as { schemas: Record<string, Json> };
+  return Object.fromEntries(
+    Object.entries(schemas).map(([id, { $schema: _s, $id: _i, ...schema }]) => [id, schema]),
+  );
+}
+
+/** The OpenAPI parameters of an object schema (its properties, each with its own schema). */
+function parameters(schema: z.ZodType | undefined, where: 'path' | 'query'): Json[] {
+  if (!schema) return [];
+  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Json;
+  const properties = (json['properties'] ?? {}) as Record<string, Json>;
+  const required = new Set((json['required'] ?? []) as string[]);
+  return Object.entries(properties).map(([name, { description, ...property }]) => ({
+    name,
+    in: where,
+    required: where === 'path' || required.has(name),
+    ...(description === undefined ? {} : { description }),
+    schema: property,
+  }));
+}
+
+/** Problem answers, one per status; codes that share a status share a description. */
+function problems(codes: Iterable<ErrorCode>): Record<string, Json> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of codes) {
+    const status = STATUS_BY_CODE[code];
+    const list = byStatus.get(status) ?? [];
+    if (!list.includes(code)) list.push(code);
+    byStatus.set(status, list);
   }
+  const out: Record<string, Json> = {};
+  for (const [status, list] of [...byStatus].sort(([a], [b]) => a - b)) {
+    out[String(status)] = {
+      description: list.map((code) => `\`${code}\`: ${PROBLEM_DESCRIPTIONS[code]}`).join(' '),
+      content: { 'application/problem+json': { schema: ref('Problem') } },
+    };
+  }
+  return out;
+}
+
+/** The error codes any call of `route` can meet. */
+function errorCodes(route: ApiRoute): ErrorCode[] {
+  const codes: ErrorCode[] = ['unauthorized', 'forbidden', 'rate_limited'];
+  if (route.params || route.query || route.body) codes.push('invalid_request');
+  if (route.body) codes.push('malformed_request', 'payload_too_large', 'unsupported_media_type');
+  codes.push(...route.errors, 'internal');
+  return codes;
+}
+
+function operation(operationId: string, route: ApiRoute, inputs: Map<z.ZodType, string>): Json {
+  const responses: Record<string, Json> = {};
+  for (const [status, description] of Object.entries(route.response.statuses)) {
+    responses[status] =
+      route.response.schema && route.response.name
+        ? { description, content: { 'application/json': { schema: ref(route.response.name) } } }
+        : { description };
+  }
+  const parameterList = [...parameters(route.params, 'path'), ...parameters(route.query, 'query')];
+  if (route.method === 'POST') {
+    parameterList.push({
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: false,
+      description: 'Replays the first answer to a repeated key (24 h); a different body under it is refused.',
+      schema: { type: 'string', minLength: 1, maxLength: 255 },
+    });
+  }
+  return {
+    operationId,
+    tags: [route.tag],
+    summary: route.summary,
+    ...(route.description === undefined ? {} : { description: route.description }),
+    ...(parameterList.length > 0 ? { parameters: parameterList } : {}),
+    ...(route.body
+      ? {
+          requestBody: {
+            required: route.body.optional !== true,
+            content: { 'application/json': { schema: ref(inputs.get(route.body.schema)!) } },
+          },
+        }
+      : {}),
+    responses: { ...responses, ...problems(errorCodes(route)) },
+  };
+}
+
+function serviceOperation(operationId: string, doc: ServiceDoc, outputs: Map<z.ZodType, string>): Json {
+  const schema = doc.ok.schema ? ref(outputs.get(doc.ok.schema)!) : { type: 'string' };
+  const codeParameter = doc.path.includes('{code}')
+    ? [{ name: 'code', in: 'path', required: true, schema: { type: 'string', enum: [...ERROR_CODES] } }]
+    : [];
+  // Every path answers another method with a 405 problem; the probes have no other 4xx.
+  const extra: Record<string, Json> = problems(['method_not_allowed']);
+  for (const [status, description] of Object.entries(doc.problems ?? {})) {
+    extra[status] = { description, content: { 'application/problem+json': { schema: ref('Problem') } } };
+  }
+  return {
+    operationId,
+    tags: ['Service'],
+    summary: doc.summary,
+    security: [],
+    ...(codeParameter.length > 0 ? { parameters: codeParameter } : {}),
+    responses: {
+      '200': {
+        description: doc.ok.description,
+        content: {
+          [doc.ok.contentType]: doc.path === '/v1/openapi.json' ? { schema: { type: 'object' } } : { schema },
+        },
+      },
+      ...extra,
+    },
+  };
+}
+
+const capitalized = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+
+let cached: Json | undefined;
+
+/** The OpenAPI 3.1 document of this service (built once). */
+export function buildOpenApiDocument(): Json {
+  if (cached) return cached;
+  const routes = Object.entries(API_ROUTES) as Array<[string, ApiRoute]>;
+  const inputs = new Map<z.ZodType, string>();
+  const outputs = new Map<z.ZodType, string>([[ProblemSchema, 'Problem']]);
+  for (const [, route] of routes) {
+    if (route.body) inputs.set(route.body.schema, route.body.name);
+    if (route.response.schema && route.response.name) outputs.set(route.response.schema, route.response.name);
+  }
+  for (const [operationId, doc] of Object.entries(SERVICE_ROUTES) as Array<[string, ServiceDoc]>) {
+    if (doc.ok.schema) outputs.set(doc.ok.schema, `${capitalized(operationId.replace(/^get/, ''))}Status`);
+  }
+
+  const paths: Record<string, Record<string, Json>> = {};
+  const at = (path: string) => {
+    paths[path] ??= {};
+    return paths[path]!;
+  };
+  for (const [operationId, doc] of Object.entries(SERVICE_ROUTES) as Array<[string, ServiceDoc]>) {
+    at(doc.path)['get'] = serviceOperation(operationId, doc, outputs);
+  }
+  for (const [operationId, route] of routes) {
+    at(route.path)[route.method.toLowerCase()] = operation(operationId, route, inputs);
+  }
+
   cached = {
     openapi: '3.1.0',
     info: {
       title: 'Gatehouse',
       version: '1',
-      description: 'Governed state and an action gate for AI agents.',
+      description:
+        "Governed state and an action gate for AI agents. Errors are RFC 9457 problem+json; their `type` is this service's `/problems/<code>` page.",
+      license: { name: 'MIT', identifier: 'MIT' },
     },
-    components: {
-      schemas: components,
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
-    },
+    servers: [{ url: '/', description: 'This service (the document is served by it, at /v1/openapi.json).' }],
+    tags: TAGS,
     security: [{ bearer: [] }],
-    paths: {
-      '/v1/state/items': {
-        post: {
-          summary: 'Record a state item',
-          requestBody: json('RecordStateInput'),
-          responses: {
-            '201': json('RecordStateResult'),
-            '200': json('RecordStateResult'),
-            '409': problem,
-            ...errors,
-          },
-        },
-        get: {
-          summary: 'List current items of a session',
-          parameters: [sessionParam],
-          responses: { '200': list('items', 'StateItem'), ...errors },
-        },
-      },
-      '/v1/state/items/{key}': {
-        get: {
-          summary: 'Read the current item',
-          parameters: [pathParam('key'), sessionParam],
-          responses: { '200': json('StateItem'), '404': problem, ...errors },
-        },
-      },
-      '/v1/state/items/{key}/versions': {
-        get: {
-          summary: 'List all versions',
-          parameters: [pathParam('key'), sessionParam],
-          responses: { '200': list('versions', 'StateItem'), '404': problem, ...errors },
-        },
-      },
-      '/v1/state/items/{key}/versions/{version}': {
-        get: {
-          summary: 'Read one version',
-          parameters: [pathParam('key'), pathParam('version'), sessionParam],
-          responses: { '200': json('StateItem'), '404': problem, ...errors },
-        },
-      },
-      '/v1/state/conflicts': {
-        get: { summary: 'List conflicts', responses: { '200': list('conflicts', 'Conflict'), ...errors } },
-      },
-      '/v1/state/conflicts/{id}': {
-        get: {
-          summary: 'Read a conflict',
-          parameters: [pathParam('id')],
-          responses: { '200': json('Conflict'), '404': problem, ...errors },
-        },
-      },
-      '/v1/state/conflicts/{id}/resolve': {
-        post: {
-          summary: 'Resolve a conflict',
-          parameters: [pathParam('id')],
-          requestBody: json('ResolveConflictInput'),
-          responses: { '200': json('Conflict'), '404': problem, '409': problem, ...errors },
-        },
-      },
-      '/v1/gates/evaluate': {
-        post: {
-          summary: 'Evaluate an action (a Block is a 200 with the decision)',
-          requestBody: json('EvaluateInput'),
-          responses: { '200': json('Decision'), ...errors },
-        },
-      },
-      '/v1/decisions/{id}': {
-        get: {
-          summary: 'Read a decision',
-          parameters: [pathParam('id')],
-          responses: { '200': json('Decision'), '404': problem, ...errors },
-        },
-      },
-      '/v1/decisions/{id}/outcome': {
-        post: {
-          summary: 'Record the outcome of a decided action',
-          parameters: [pathParam('id')],
-          requestBody: json('OutcomeInput'),
-          responses: { '201': json('HistoryEvent'), '404': problem, '409': problem, ...errors },
-        },
-      },
-      '/v1/history/events': {
-        get: {
-          summary: 'Read history events',
-          parameters: ['session_id', 'type', 'decision_id', 'limit', 'cursor', 'order'].map((name) => ({
-            name,
-            in: 'query',
-            required: false,
-            schema: { type: name === 'limit' ? 'integer' : 'string' },
-          })),
-          responses: { '200': json('HistoryPage'), ...errors },
-        },
-      },
-      '/v1/history/verify': {
-        get: { summary: 'Recompute the hash chain', responses: { '200': json('VerifyResult'), ...errors } },
-      },
-      '/v1/webhooks': {
-        post: {
-          summary: 'Register a webhook (the secret is shown once)',
-          requestBody: json('CreateWebhookInput'),
-          responses: { '201': json('WebhookWithSecret'), ...errors },
-        },
-        get: { summary: 'List webhooks', responses: { '200': list('webhooks', 'Webhook'), ...errors } },
-      },
-      '/v1/webhooks/{id}': {
-        get: {
-          summary: 'Read a webhook',
-          parameters: [pathParam('id')],
-          responses: { '200': json('Webhook'), '404': problem, ...errors },
-        },
-        delete: {
-          summary: 'Delete a webhook',
-          parameters: [pathParam('id')],
-          responses: { '204': { description: 'Deleted' }, '404': problem, ...errors },
-        },
-      },
-      '/v1/webhooks/{id}/rotate-secret': {
-        post: {
-          summary: 'Rotate the signing secret',
-          parameters: [pathParam('id')],
-          requestBody: json('RotateSecretInput'),
-          responses: { '200': json('WebhookWithSecret'), '404': problem, ...errors },
-        },
-      },
-      '/v1/webhooks/{id}/enable': {
-        post: {
-          summary: 'Re-enable a disabled webhook',
-          parameters: [pathParam('id')],
-          responses: { '200': json('Webhook'), '404': problem, ...errors },
-        },
-      },
-      '/v1/webhooks/{id}/deliveries': {
-        get: {
-          summary: 'List deliveries',
-          parameters: [pathParam('id')],
-          responses: { '200': list('deliveries', 'Delivery'), '404': problem, ...errors },
-        },
-      },
-      '/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver': {
-        post: {
-          summary: 'Deliver again',
-          parameters: [pathParam('id'), pathParam('delivery_id')],
-          responses: { '202': json('Delivery'), '404': problem, ...errors },
+    paths,
+    components: {
+      schemas: { ...componentSchemas(inputs, 'input'), ...componentSchemas(outputs, 'output') },
+      securitySchemes: {
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'An API key (`gh_…`), as `Authorization: Bearer <key>`.',
         },
       },
     },

@@ -7,7 +7,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { MockAgent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatehouseClient, type GatehouseClient } from '../../adapters/client/index.js';
-import { createHttpApp, type RunningServer, startHttpServer } from '../../adapters/http/index.js';
+import { API_ROUTES, createHttpApp, type RunningServer, startHttpServer } from '../../adapters/http/index.js';
 import { openSqliteStore } from '../../adapters/sqlite/index.js';
 import {
   compilePolicy,
@@ -74,6 +74,12 @@ afterAll(async () => {
 });
 
 describe('every method against the real /v1 app', () => {
+  it('has one method per operation of the route table, and no other', () => {
+    const methods = Object.keys(client).sort();
+    expect(methods).toEqual(Object.keys(API_ROUTES).sort());
+    for (const name of methods) expect(typeof client[name as keyof GatehouseClient]).toBe('function');
+  });
+
   it('records, reads and versions state', async () => {
     const created = await client.recordState({
       session_id: 'c1',

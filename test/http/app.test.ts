@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createHttpApp, STATUS_BY_CODE } from '../../adapters/http/index.js';
+import { createHttpApp, PROBLEM_DESCRIPTIONS, STATUS_BY_CODE } from '../../adapters/http/index.js';
 import { openSqliteStore } from '../../adapters/sqlite/index.js';
 import {
   compilePolicy,
@@ -437,5 +437,32 @@ describe('error codes', () => {
   it('every code is in the README error table', () => {
     const readme = readFileSync(join(import.meta.dirname, '../../README.md'), 'utf8');
     for (const code of ERROR_CODES) expect(readme).toContain(`| \`${code}\` | ${STATUS_BY_CODE[code]} |`);
+  });
+});
+
+describe('problem types', () => {
+  it("name the service's own /problems/<code> page, which answers without a key", async () => {
+    const r = await call('GET', '/v1/decisions/dec_unknown');
+    expect(r.json.type).toBe('/problems/not_found');
+    for (const code of ERROR_CODES) {
+      const page = await app.request(`/problems/${code}`);
+      expect(page.status, code).toBe(200);
+      expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+      const html = await page.text();
+      expect(html).toContain(code);
+      expect(html).toContain(String(STATUS_BY_CODE[code]));
+    }
+    expectProblem(await call('GET', '/problems/no_such_code', { key: null }), 404, 'not_found');
+    expect(JSON.stringify(r.json)).not.toContain('gatehouse.dev');
+  });
+
+  it('an absolute base is used when configured', async () => {
+    app = createHttpApp({ gatehouse: gh, rateLimit: false, problemBaseUrl: 'https://gh.example.org/' });
+    const r = await call('GET', '/v1/decisions/dec_unknown');
+    expect(r.json.type).toBe('https://gh.example.org/problems/not_found');
+  });
+
+  it('every code has a description', () => {
+    for (const code of ERROR_CODES) expect(PROBLEM_DESCRIPTIONS[code].length).toBeGreaterThan(10);
   });
 });

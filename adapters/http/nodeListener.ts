@@ -1,0 +1,49 @@
+/**
+ * The node:http face of the pipeline: plain Node request and response objects in and out, no web
+ * `Request`, `Headers` or streams (building those cost ~500 µs of CPU per POST with a body in
+ * @hono/node-server). Only `/mcp`, whose SDK transport works on a web `Request`, is handed to
+ * @hono/node-server's converter and the web face.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { getRequestListener } from '@hono/node-server';
+import type { Pipeline } from './pipeline.js';
+import { pathAndSearch, readNodeBody } from './requestParts.js';
+
+/** A node:http request listener over `pipeline`; `fetch` (the web face) serves web-only routes. */
+export function createNodeListener(
+  pipeline: Pipeline,
+  fetch: (request: Request) => Promise<Response>,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  const webListener = getRequestListener(fetch);
+  return (req, res) => {
+    const { path, search } = pathAndSearch(req.url ?? '/');
+    if (pipeline.isWebPath(path)) {
+      void webListener(req, res);
+      return;
+    }
+    pipeline
+      .handle({
+        method: req.method ?? 'GET',
+        path,
+        search,
+        header: (name) => {
+          const value = req.headers[name];
+          return Array.isArray(value) ? value.join(', ') : value;
+        },
+        text: (limit) => readNodeBody(req, limit),
+      })
+      .then((reply) => {
+        if (reply instanceof Response) throw new Error('a web route answered on the node face');
+        res.writeHead(reply.status, reply.headers);
+        res.end(reply.body ?? undefined);
+      })
+      .catch(() => {
+        // The pipeline turns every failure into a problem answer; only writing can fail here
+        // (the client went away, a header value Node refuses).
+        if (!res.headersSent) {
+          res.writeHead(500, { 'content-type': 'application/problem+json' });
+          res.end();
+        } else res.destroy();
+      });
+  };
+}

@@ -1,0 +1,308 @@
+/**
+ * The one request pipeline over the route table: match → auth → rate limit → scope → path and
+ * query → body (with its limit, parsed once) → Idempotency-Key → handler → JSON or problem+json.
+ * It speaks plain values ({@link Incoming} in, {@link Reply} out), so the web face (`fetch`) and
+ * the node:http face share it and neither builds the other's objects.
+ */
+import { RegExpRouter } from 'hono/router/reg-exp-router';
+import type { Logger } from 'pino';
+import {
+  authenticateApiKey,
+  type CallContext,
+  type Gatehouse,
+  GatehouseError,
+  type KeyStore,
+  type Principal,
+  parseInput,
+  requireScope,
+  toGatehouseError,
+} from '../../src/index.js';
+import type { Idempotency } from './idempotency.js';
+import type { Metrics } from './metrics.js';
+import { type ProblemOptions, problemReply, type Reply } from './problem.js';
+import type { RateLimiter } from './rateLimiter.js';
+import { type ApiRoute, defaultStatus } from './route.js';
+
+/** A request as the pipeline needs it; each face builds one from its own request object. */
+export interface Incoming {
+  method: string;
+  /** The raw path, percent-encoding kept. */
+  path: string;
+  /** The query string without `?` (may be empty). */
+  search: string;
+  /** A header by lower-case name. */
+  header(name: string): string | undefined;
+  /**
+   * The body as UTF-8 text, refusing more than `limit` bytes.
+   * @throws {GatehouseError} `payload_too_large`
+   */
+  text(limit: number): Promise<string>;
+}
+
+/** An unauthenticated service route: `/healthz`, `/readyz`, `/metrics`, the document, problem pages. */
+export interface ServiceRoute {
+  kind: 'service';
+  method: 'GET';
+  /** OpenAPI-style path. */
+  path: string;
+  handle(params: Record<string, string>): Promise<Reply>;
+}
+
+/** A `/v1` operation of the table. */
+export interface OperationRoute {
+  kind: 'api';
+  operationId: string;
+  route: ApiRoute;
+}
+
+/** A route that needs a web `Request` after auth (`/mcp`); the node face hands it to the web face. */
+export interface WebRoute {
+  kind: 'web';
+  method: 'ALL';
+  path: string;
+  handle(request: Request, principal: Principal): Promise<Response>;
+}
+
+/** Any route the pipeline serves. */
+export type AnyRoute = ServiceRoute | OperationRoute | WebRoute;
+
+/** What {@link createPipeline} needs. */
+export interface PipelineOptions {
+  gatehouse: Gatehouse;
+  keys: KeyStore;
+  maxBodyBytes: number;
+  limiter: RateLimiter | null;
+  idempotency: Idempotency;
+  metrics: Metrics;
+  logger?: Logger | undefined;
+  /** Base of the problem `type` URIs. @default '' (relative) */
+  problemBaseUrl?: string;
+}
+
+/** The pipeline: `match` tells a face which kind of route a path is; `handle` answers it. */
+export interface Pipeline {
+  /** The route list, Hono-style patterns (`/v1/state/items/:key`), for listings and tests. */
+  readonly routes: ReadonlyArray<{ method: string; path: string }>;
+  /** True when `path` is served by a {@link WebRoute} (the node face then builds a `Request`). */
+  isWebPath(path: string): boolean;
+  /** Answers one request. `request` is given by the web face, for {@link WebRoute}s. */
+  handle(incoming: Incoming, request?: Request): Promise<Reply | Response>;
+}
+
+interface PathEntry {
+  /** The metrics label and listing pattern. */
+  pattern: string;
+  byMethod: Map<string, AnyRoute>;
+  web: boolean;
+}
+
+const BEARER = /^Bearer[ ]+(\S+)\s*$/i;
+
+/** `/v1/items/{key}` → `/v1/items/:key` (Hono's and the metrics' pattern syntax). */
+export function colonPattern(path: string): string {
+  return path.replace(/\{([^}]+)\}/g, ':$1');
+}
+
+function isJson(contentType: string | undefined): boolean {
+  if (!contentType) return false;
+  const type = contentType.split(';')[0]!.trim().toLowerCase();
+  return type === 'application/json' || /^application\/[a-z0-9.+-]+\+json$/.test(type);
+}
+
+function decode(segment: string): string {
+  if (!segment.includes('%')) return segment;
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+function queryObject(search: string): Record<string, string> {
+  const query: Record<string, string> = {};
+  if (search === '') return query;
+  for (const [name, value] of new URLSearchParams(search)) query[name] = value;
+  return query;
+}
+
+function jsonReply(status: number, body: unknown): Reply {
+  if (status === 204 || body === undefined) return { status, headers: {}, body: null };
+  return { status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
+}
+
+/** Builds the pipeline over `routes`. */
+export function createPipeline(options: PipelineOptions, routes: readonly AnyRoute[]): Pipeline {
+  const { gatehouse, keys, maxBodyBytes, limiter, idempotency, metrics } = options;
+  const log = options.logger;
+  const problemOptions = (instance: string): ProblemOptions => ({
+    instance,
+    ...(options.problemBaseUrl === undefined ? {} : { typeBaseUrl: options.problemBaseUrl }),
+  });
+  const problem = (thrown: unknown, path: string, headers?: Record<string, string>) => {
+    const error = toGatehouseError(thrown);
+    if (error.code === 'internal') log?.error({ err: error.cause ?? thrown, path }, 'request failed');
+    return problemReply(error, problemOptions(path), headers);
+  };
+  const observeDecision = (verdict: string) => metrics.observeDecision(verdict);
+
+  // One router entry per path; the method is looked up afterwards, so a known path with another
+  // method is a 405 with `Allow`, not a 404. Hono's RegExpRouter compiles every path into one
+  // regular expression: one match per request, whatever the number of routes.
+  const router = new RegExpRouter<PathEntry>();
+  const entries = new Map<string, PathEntry>();
+  for (const route of routes) {
+    const path = route.kind === 'api' ? route.route.path : route.path;
+    const method = route.kind === 'api' ? route.route.method : route.method;
+    const pattern = colonPattern(path);
+    let entry = entries.get(pattern);
+    if (!entry) {
+      entry = { pattern, byMethod: new Map(), web: route.kind === 'web' };
+      entries.set(pattern, entry);
+      router.add('ALL', pattern, entry);
+    }
+    entry.byMethod.set(method, route);
+  }
+  const listing = routes.map((r) =>
+    r.kind === 'api'
+      ? { method: r.route.method, path: colonPattern(r.route.path) }
+      : { method: r.method, path: colonPattern(r.path) },
+  );
+
+  function match(path: string): { entry: PathEntry; params: Record<string, string> } | undefined {
+    const [handlers, stash] = router.match('ALL', path);
+    const found = handlers[0];
+    if (!found) return undefined;
+    const [entry, indexes] = found;
+    const params: Record<string, string> = {};
+    for (const [name, at] of Object.entries(indexes as Record<string, number | string>)) {
+      const raw = stash ? stash[at as number] : (at as string);
+      params[name] = decode(raw ?? '');
+    }
+    return { entry, params };
+  }
+
+  async function authenticate(incoming: Incoming): Promise<Principal> {
+    const header = incoming.header('authorization');
+    const token = header ? BEARER.exec(header)?.[1] : undefined;
+    if (token === undefined) {
+      throw new GatehouseError(
+        'unauthorized',
+        header ? 'The Authorization header must be `Bearer <key>`.' : 'Missing Authorization: Bearer <key>.',
+      );
+    }
+    const principal = await authenticateApiKey(keys, token);
+    if (limiter) {
+      const wait = limiter(principal.keyId);
+      if (wait > 0) {
+        throw new GatehouseError('rate_limited', 'Rate limit exceeded for this API key; retry later.', {
+          retryAfter: wait,
+        });
+      }
+    }
+    return principal;
+  }
+
+  async function readJson(incoming: Incoming, optional: boolean): Promise<{ value: unknown; text: string }> {
+    const text = await incoming.text(maxBodyBytes);
+    if (optional && text.trim() === '') return { value: {}, text };
+    if (!isJson(incoming.header('content-type'))) {
+      throw new GatehouseError(
+        'unsupported_media_type',
+        'The request body must be JSON (Content-Type: application/json).',
+      );
+    }
+    try {
+      return { value: JSON.parse(text), text };
+    } catch (error) {
+      throw new GatehouseError(
+        'malformed_request',
+        `The request body is not valid JSON: ${(error as Error).message}`,
+      );
+    }
+  }
+
+  async function operation(
+    route: ApiRoute,
+    incoming: Incoming,
+    rawParams: Record<string, string>,
+  ): Promise<Reply> {
+    const principal = await authenticate(incoming);
+    requireScope(principal, route.scope);
+    const params = route.params ? parseInput(route.params, rawParams, 'path') : rawParams;
+    const query = route.query ? parseInput(route.query, queryObject(incoming.search), 'query') : {};
+    let body: unknown;
+    let text = '';
+    if (route.body) ({ value: body, text } = await readJson(incoming, route.body.optional === true));
+    const context: CallContext = { tenantId: principal.tenantId, allowedSources: principal.sources };
+    const run = async (): Promise<Reply> => {
+      try {
+        const result = await route.handle({
+          params,
+          query,
+          body,
+          context,
+          gatehouse,
+          observeDecision,
+        });
+        return jsonReply(route.statusOf ? route.statusOf(result) : defaultStatus(route), result);
+      } catch (error) {
+        return problem(error, incoming.path);
+      }
+    };
+    const key = route.method === 'POST' ? incoming.header('idempotency-key') : undefined;
+    if (key === undefined) return run();
+    return idempotency(`${principal.keyId}:POST:${incoming.path}`, key, text, run);
+  }
+
+  async function dispatch(
+    incoming: Incoming,
+    request: Request | undefined,
+  ): Promise<{
+    reply: Reply | Response;
+    pattern: string;
+  }> {
+    const found = match(incoming.path);
+    if (!found) {
+      const error = new GatehouseError('not_found', `No route ${incoming.method} ${incoming.path}.`);
+      return { reply: problem(error, incoming.path), pattern: 'unmatched' };
+    }
+    const { entry, params } = found;
+    const method = incoming.method === 'HEAD' && !entry.byMethod.has('HEAD') ? 'GET' : incoming.method;
+    const route = entry.byMethod.get(method) ?? entry.byMethod.get('ALL');
+    if (!route) {
+      const allowed = [...entry.byMethod.keys()].join(', ');
+      const error = new GatehouseError(
+        'method_not_allowed',
+        `${incoming.method} is not allowed on ${incoming.path}; use ${allowed}.`,
+      );
+      return { reply: problem(error, incoming.path, { allow: allowed }), pattern: entry.pattern };
+    }
+    try {
+      switch (route.kind) {
+        case 'service':
+          return { reply: await route.handle(params), pattern: entry.pattern };
+        case 'api':
+          return { reply: await operation(route.route, incoming, params), pattern: entry.pattern };
+        case 'web': {
+          const principal = await authenticate(incoming);
+          if (!request) throw new Error(`${entry.pattern} needs a web Request`);
+          return { reply: await route.handle(request, principal), pattern: entry.pattern };
+        }
+      }
+    } catch (error) {
+      return { reply: problem(error, incoming.path), pattern: entry.pattern };
+    }
+  }
+
+  return {
+    routes: listing,
+    isWebPath: (path) => match(path)?.entry.web === true,
+    async handle(incoming, request) {
+      const started = performance.now();
+      const { reply, pattern } = await dispatch(incoming, request);
+      metrics.observeRequest(incoming.method, pattern, reply.status, (performance.now() - started) / 1000);
+      log?.debug({ method: incoming.method, path: incoming.path, status: reply.status }, 'request');
+      return incoming.method === 'HEAD' && !(reply instanceof Response) ? { ...reply, body: null } : reply;
+    },
+  };
+}

@@ -1,0 +1,93 @@
+/**
+ * What the pipeline reads from a request, from either face: the path and query of a URL, and the
+ * body with its size limit (checked against Content-Length first, then while reading, so an
+ * oversized body is never buffered whole).
+ */
+import type { IncomingMessage } from 'node:http';
+import { GatehouseError } from '../../src/index.js';
+
+function tooLarge(limit: number): GatehouseError {
+  return new GatehouseError('payload_too_large', `The request body exceeds ${limit} bytes.`);
+}
+
+function declaredTooLarge(contentLength: string | null | undefined, limit: number): boolean {
+  return contentLength !== null && contentLength !== undefined && Number(contentLength) > limit;
+}
+
+/** Splits a request target (`/a?b`, or an absolute URL) into its raw path and query string. */
+export function pathAndSearch(target: string): { path: string; search: string } {
+  // Without building a URL object: an absolute URL's path starts at the first `/` after `//`.
+  const start = target.startsWith('/') ? 0 : target.indexOf('/', target.indexOf('//') + 2);
+  if (start < 0) return { path: '/', search: '' };
+  const hash = target.indexOf('#', start);
+  const end = hash < 0 ? target.length : hash;
+  const q = target.indexOf('?', start);
+  return q < 0 || q > end
+    ? { path: target.slice(start, end), search: '' }
+    : { path: target.slice(start, q), search: target.slice(q + 1, end) };
+}
+
+/**
+ * Reads a web Request's body as UTF-8.
+ * @throws {GatehouseError} `payload_too_large` past `limit` bytes
+ */
+export async function readWebBody(request: Request, limit: number): Promise<string> {
+  if (declaredTooLarge(request.headers.get('content-length'), limit)) throw tooLarge(limit);
+  if (!request.body) return '';
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Reads a node:http request's body as UTF-8, from the socket's own Buffers.
+ * @throws {GatehouseError} `payload_too_large` past `limit` bytes; `malformed_request` when the
+ *   client stops sending before the end
+ */
+export function readNodeBody(req: IncomingMessage, limit: number): Promise<string> {
+  if (declaredTooLarge(req.headers['content-length'], limit)) return Promise.reject(tooLarge(limit));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+    };
+    // Past the limit the rest is not kept; the 413 goes out with `Connection: close`.
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        done();
+        reject(tooLarge(limit));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      done();
+      resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+    };
+    const onError = () => onClose();
+    const onClose = () => {
+      done();
+      reject(new GatehouseError('malformed_request', 'The request body ended early.'));
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
+}

@@ -1,0 +1,368 @@
+/**
+ * Every `/v1` operation, declared once. The key is the operationId and the client's method name;
+ * the server's pipeline, the OpenAPI document and `gatehouse/client` are derived from this table.
+ * To add a route: add an entry here (schemas from src/schemas.ts, the contract), and a method
+ * with the same name to the client's interface; the tests fail until both exist.
+ */
+import { z } from 'zod';
+import {
+  ConflictSchema,
+  CreateWebhookInputSchema,
+  DecisionRecordSchema,
+  DecisionSchema,
+  DeliverySchema,
+  EvaluateInputSchema,
+  HistoryEventSchema,
+  HistoryPageSchema,
+  HistoryQuerySchema,
+  OutcomeInputSchema,
+  RecordStateInputSchema,
+  RecordStateResultSchema,
+  ResolveConflictInputSchema,
+  RotateSecretInputSchema,
+  StateItemSchema,
+  VerifyResultSchema,
+  WebhookSchema,
+  WebhookWithSecretSchema,
+} from '../../src/index.js';
+import { defineRoute } from './route.js';
+
+// ---- parameters ---------------------------------------------------------------------------------
+
+const KeyParam = z.object({ key: z.string().describe('The item key, e.g. `budget.limit`.') });
+const KeyVersionParams = KeyParam.extend({
+  version: z.coerce
+    .number()
+    .int('version must be an integer')
+    .min(1, 'version must be at least 1')
+    .describe('A version number, from 1.'),
+});
+const IdParam = z.object({ id: z.string().describe('The object ID.') });
+const DeliveryParams = IdParam.extend({ delivery_id: z.string().describe('The delivery ID.') });
+
+const SessionQuery = z.strictObject({ session_id: z.string().describe('The session.') });
+const ConflictsQuery = z.strictObject({
+  session_id: z.string().optional().describe('Only this session.'),
+  key: z.string().optional().describe('Only this key.'),
+  status: z.enum(['open', 'resolved']).optional().describe('Only open or only resolved conflicts.'),
+});
+const DeliveriesQuery = z.strictObject({
+  status: z.enum(['pending', 'delivered', 'failed']).optional().describe('Only deliveries in this state.'),
+  limit: z.coerce.number().int().min(1).max(500).default(50).describe('Page size, 1 to 500.'),
+  before_id: z.string().max(64).optional().describe('Deliveries older than this delivery ID.'),
+});
+
+// ---- list envelopes -----------------------------------------------------------------------------
+
+const ItemList = z.object({ items: z.array(StateItemSchema) });
+const VersionList = z.object({ versions: z.array(StateItemSchema) });
+const ConflictList = z.object({ conflicts: z.array(ConflictSchema) });
+const WebhookList = z.object({ webhooks: z.array(WebhookSchema) });
+const DeliveryList = z.object({ deliveries: z.array(DeliverySchema) });
+
+/** The `/v1` operations, by operationId. */
+export const API_ROUTES = {
+  // ---- state ------------------------------------------------------------------------------------
+  recordState: defineRoute({
+    method: 'POST',
+    path: '/v1/state/items',
+    tag: 'State',
+    summary: 'Record a state item',
+    description:
+      'Canonical key, classification, versioning and the conflict rule: a lower-trust write that differs opens a conflict instead of replacing the value.',
+    scope: 'state:write',
+    body: { schema: RecordStateInputSchema, name: 'RecordStateInput' },
+    response: {
+      schema: RecordStateResultSchema,
+      name: 'RecordStateResult',
+      statuses: { 201: 'A new version was written.', 200: 'Nothing was written (unchanged, or a conflict).' },
+    },
+    statusOf: (result) => (result.changed ? 201 : 200),
+    errors: ['version_conflict'],
+    handle: ({ gatehouse, body, context }) => gatehouse.recordState(body as never, context),
+  }),
+  listItems: defineRoute({
+    method: 'GET',
+    path: '/v1/state/items',
+    tag: 'State',
+    summary: 'List the current items of a session',
+    scope: 'state:read',
+    query: SessionQuery,
+    response: { schema: ItemList, name: 'ItemList', statuses: { 200: 'The current items.' } },
+    errors: [],
+    handle: async ({ gatehouse, query, context }) => ({
+      items: await gatehouse.listItems(query.session_id, context),
+    }),
+  }),
+  getItem: defineRoute({
+    method: 'GET',
+    path: '/v1/state/items/{key}',
+    tag: 'State',
+    summary: 'Read the current item',
+    scope: 'state:read',
+    params: KeyParam,
+    query: SessionQuery,
+    response: { schema: StateItemSchema, name: 'StateItem', statuses: { 200: 'The current version.' } },
+    errors: ['not_found'],
+    handle: ({ gatehouse, params, query, context }) =>
+      gatehouse.getItem(query.session_id, params.key, context),
+  }),
+  listItemVersions: defineRoute({
+    method: 'GET',
+    path: '/v1/state/items/{key}/versions',
+    tag: 'State',
+    summary: 'List every version of an item, oldest first',
+    scope: 'state:read',
+    params: KeyParam,
+    query: SessionQuery,
+    response: { schema: VersionList, name: 'VersionList', statuses: { 200: 'All versions.' } },
+    errors: ['not_found'],
+    handle: async ({ gatehouse, params, query, context }) => ({
+      versions: await gatehouse.listItemVersions(query.session_id, params.key, context),
+    }),
+  }),
+  getItemVersion: defineRoute({
+    method: 'GET',
+    path: '/v1/state/items/{key}/versions/{version}',
+    tag: 'State',
+    summary: 'Read one version of an item',
+    scope: 'state:read',
+    params: KeyVersionParams,
+    query: SessionQuery,
+    response: { schema: StateItemSchema, name: 'StateItem', statuses: { 200: 'That version.' } },
+    errors: ['not_found'],
+    handle: ({ gatehouse, params, query, context }) =>
+      gatehouse.getItemVersion(query.session_id, params.key, params.version, context),
+  }),
+  listConflicts: defineRoute({
+    method: 'GET',
+    path: '/v1/state/conflicts',
+    tag: 'State',
+    summary: 'List conflicts, newest first',
+    scope: 'state:read',
+    query: ConflictsQuery,
+    response: { schema: ConflictList, name: 'ConflictList', statuses: { 200: 'The conflicts.' } },
+    errors: [],
+    handle: async ({ gatehouse, query, context }) => ({
+      conflicts: await gatehouse.listConflicts(
+        {
+          ...(query.session_id === undefined ? {} : { session_id: query.session_id }),
+          ...(query.key === undefined ? {} : { key: query.key }),
+          ...(query.status === undefined ? {} : { status: query.status }),
+        },
+        context,
+      ),
+    }),
+  }),
+  getConflict: defineRoute({
+    method: 'GET',
+    path: '/v1/state/conflicts/{id}',
+    tag: 'State',
+    summary: 'Read a conflict',
+    scope: 'state:read',
+    params: IdParam,
+    response: { schema: ConflictSchema, name: 'Conflict', statuses: { 200: 'The conflict.' } },
+    errors: ['not_found'],
+    handle: ({ gatehouse, params, context }) => gatehouse.getConflict(params.id, context),
+  }),
+  resolveConflict: defineRoute({
+    method: 'POST',
+    path: '/v1/state/conflicts/{id}/resolve',
+    tag: 'State',
+    summary: 'Resolve an open conflict',
+    scope: 'state:write',
+    params: IdParam,
+    body: { schema: ResolveConflictInputSchema, name: 'ResolveConflictInput' },
+    response: { schema: ConflictSchema, name: 'Conflict', statuses: { 200: 'The resolved conflict.' } },
+    errors: ['not_found', 'version_conflict'],
+    handle: ({ gatehouse, params, body, context }) =>
+      gatehouse.resolveConflict(params.id, body as never, context),
+  }),
+
+  // ---- gate and decisions -----------------------------------------------------------------------
+  evaluate: defineRoute({
+    method: 'POST',
+    path: '/v1/gates/evaluate',
+    tag: 'Gate',
+    summary: 'Evaluate an action',
+    description: 'A Block is an answer, not a failure: 200 with `allowed: false` and the reasons.',
+    scope: 'gate:evaluate',
+    body: { schema: EvaluateInputSchema, name: 'EvaluateInput' },
+    response: { schema: DecisionSchema, name: 'Decision', statuses: { 200: 'The decision (recorded).' } },
+    errors: [],
+    handle: async ({ gatehouse, body, context, observeDecision }) => {
+      const decision = await gatehouse.evaluate(body as never, context);
+      observeDecision(decision.verdict);
+      return decision;
+    },
+  }),
+  getDecision: defineRoute({
+    method: 'GET',
+    path: '/v1/decisions/{id}',
+    tag: 'Gate',
+    summary: 'Read a decision with the inputs it was made on',
+    scope: 'history:read',
+    params: IdParam,
+    response: {
+      schema: DecisionRecordSchema,
+      name: 'DecisionRecord',
+      statuses: { 200: 'The decision, its params and context (secrets masked).' },
+    },
+    errors: ['not_found'],
+    handle: ({ gatehouse, params, context }) => gatehouse.getDecision(params.id, context),
+  }),
+  recordOutcome: defineRoute({
+    method: 'POST',
+    path: '/v1/decisions/{id}/outcome',
+    tag: 'Gate',
+    summary: 'Record what happened after a decision (once)',
+    scope: 'gate:evaluate',
+    params: IdParam,
+    body: { schema: OutcomeInputSchema, name: 'OutcomeInput' },
+    response: {
+      schema: HistoryEventSchema,
+      name: 'HistoryEvent',
+      statuses: { 201: 'The `action_outcome` event.' },
+    },
+    errors: ['not_found', 'already_recorded'],
+    handle: ({ gatehouse, params, body, context }) =>
+      gatehouse.recordOutcome(params.id, body as never, context),
+  }),
+
+  // ---- history ----------------------------------------------------------------------------------
+  readHistory: defineRoute({
+    method: 'GET',
+    path: '/v1/history/events',
+    tag: 'History',
+    summary: 'Read one page of history events',
+    scope: 'history:read',
+    query: HistoryQuerySchema,
+    response: { schema: HistoryPageSchema, name: 'HistoryPage', statuses: { 200: 'A page of events.' } },
+    errors: [],
+    handle: ({ gatehouse, query, context }) => gatehouse.readHistory(query, context),
+  }),
+  verifyHistory: defineRoute({
+    method: 'GET',
+    path: '/v1/history/verify',
+    tag: 'History',
+    summary: "Recompute the tenant's hash chain",
+    scope: 'history:read',
+    response: { schema: VerifyResultSchema, name: 'VerifyResult', statuses: { 200: 'The result.' } },
+    errors: [],
+    handle: ({ gatehouse, context }) => gatehouse.verifyHistory(context),
+  }),
+
+  // ---- webhooks ---------------------------------------------------------------------------------
+  createWebhook: defineRoute({
+    method: 'POST',
+    path: '/v1/webhooks',
+    tag: 'Webhooks',
+    summary: 'Register a webhook (the secret is shown once)',
+    scope: 'webhooks:manage',
+    body: { schema: CreateWebhookInputSchema, name: 'CreateWebhookInput' },
+    response: {
+      schema: WebhookWithSecretSchema,
+      name: 'WebhookWithSecret',
+      statuses: { 201: 'The webhook with its signing secret.' },
+    },
+    errors: [],
+    handle: ({ gatehouse, body, context }) => gatehouse.createWebhook(body as never, context),
+  }),
+  listWebhooks: defineRoute({
+    method: 'GET',
+    path: '/v1/webhooks',
+    tag: 'Webhooks',
+    summary: 'List webhooks',
+    scope: 'webhooks:manage',
+    response: { schema: WebhookList, name: 'WebhookList', statuses: { 200: 'The webhooks.' } },
+    errors: [],
+    handle: async ({ gatehouse, context }) => ({ webhooks: await gatehouse.listWebhooks(context) }),
+  }),
+  getWebhook: defineRoute({
+    method: 'GET',
+    path: '/v1/webhooks/{id}',
+    tag: 'Webhooks',
+    summary: 'Read a webhook',
+    scope: 'webhooks:manage',
+    params: IdParam,
+    response: { schema: WebhookSchema, name: 'Webhook', statuses: { 200: 'The webhook (no secret).' } },
+    errors: ['not_found'],
+    handle: ({ gatehouse, params, context }) => gatehouse.getWebhook(params.id, context),
+  }),
+  deleteWebhook: defineRoute({
+    method: 'DELETE',
+    path: '/v1/webhooks/{id}',
+    tag: 'Webhooks',
+    summary: 'Delete a webhook',
+    scope: 'webhooks:manage',
+    params: IdParam,
+    response: { statuses: { 204: 'Deleted.' } },
+    errors: ['not_found'],
+    handle: ({ gatehouse, params, context }) => gatehouse.deleteWebhook(params.id, context),
+  }),
+  rotateWebhookSecret: defineRoute({
+    method: 'POST',
+    path: '/v1/webhooks/{id}/rotate-secret',
+    tag: 'Webhooks',
+    summary: 'Rotate the signing secret',
+    description: 'The old secret keeps signing alongside the new one for `overlap_seconds`.',
+    scope: 'webhooks:manage',
+    params: IdParam,
+    body: { schema: RotateSecretInputSchema, name: 'RotateSecretInput', optional: true },
+    response: {
+      schema: WebhookWithSecretSchema,
+      name: 'WebhookWithSecret',
+      statuses: { 200: 'The webhook with its new secret.' },
+    },
+    errors: ['not_found'],
+    handle: ({ gatehouse, params, body, context }) =>
+      gatehouse.rotateWebhookSecret(params.id, body as never, context),
+  }),
+  enableWebhook: defineRoute({
+    method: 'POST',
+    path: '/v1/webhooks/{id}/enable',
+    tag: 'Webhooks',
+    summary: 'Re-enable a disabled webhook',
+    scope: 'webhooks:manage',
+    params: IdParam,
+    response: { schema: WebhookSchema, name: 'Webhook', statuses: { 200: 'The webhook, active.' } },
+    errors: ['not_found'],
+    handle: ({ gatehouse, params, context }) => gatehouse.enableWebhook(params.id, context),
+  }),
+  listDeliveries: defineRoute({
+    method: 'GET',
+    path: '/v1/webhooks/{id}/deliveries',
+    tag: 'Webhooks',
+    summary: "List a webhook's deliveries, newest first",
+    scope: 'webhooks:manage',
+    params: IdParam,
+    query: DeliveriesQuery,
+    response: { schema: DeliveryList, name: 'DeliveryList', statuses: { 200: 'The deliveries.' } },
+    errors: ['not_found'],
+    handle: async ({ gatehouse, params, query, context }) => ({
+      deliveries: await gatehouse.listDeliveries(
+        params.id,
+        {
+          limit: query.limit,
+          ...(query.status === undefined ? {} : { status: query.status }),
+          ...(query.before_id === undefined ? {} : { before_id: query.before_id }),
+        },
+        context,
+      ),
+    }),
+  }),
+  redeliver: defineRoute({
+    method: 'POST',
+    path: '/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver',
+    tag: 'Webhooks',
+    summary: 'Queue a delivery again, now',
+    scope: 'webhooks:manage',
+    params: DeliveryParams,
+    response: { schema: DeliverySchema, name: 'Delivery', statuses: { 202: 'The delivery, queued.' } },
+    errors: ['not_found'],
+    handle: ({ gatehouse, params, context }) => gatehouse.redeliver(params.id, params.delivery_id, context),
+  }),
+};
+
+/** The operationIds of `/v1` (and the client's method names). */
+export type OperationId = keyof typeof API_ROUTES;
