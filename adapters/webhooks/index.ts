@@ -3,15 +3,13 @@
  * (`verifyWebhook`, `createDeduper`).
  */
 
+export { createDeduper, type Deduper, type DeduperOptions } from './deduper.js';
 export {
   createWebhookDispatcher,
   type WebhookDispatcher,
   type WebhookDispatcherOptions,
 } from './dispatcher.js';
 export {
-  createDeduper,
-  type Deduper,
-  type DeduperOptions,
   type VerifyWebhookOptions,
   verifyWebhook,
   type WebhookEvent,

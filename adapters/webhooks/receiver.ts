@@ -1,9 +1,8 @@
 /**
- * Receiver-side helpers: verify a Gatehouse (Standard Webhooks) delivery and process each event
- * ID once. "Check the sender, dedupe by event ID, answer 2xx fast" in two calls.
+ * Receiver-side verification of a Gatehouse (Standard Webhooks) delivery. With `createDeduper`
+ * (deduper.ts), "check the sender, dedupe by event ID, answer 2xx fast" is two calls.
  */
 import { timingSafeEqual } from 'node:crypto';
-import Keyv from 'keyv';
 import type { WebhookEvent } from '../../src/index.js';
 import { decodeWebhookSecret, GatehouseError, signWebhook, WebhookEventSchema } from '../../src/index.js';
 
@@ -137,71 +136,4 @@ export function verifyWebhook(
     });
   }
   return parsed.data;
-}
-
-// ---------------------------------------------------------------------------------------------
-
-/** Options for {@link createDeduper}. */
-export interface DeduperOptions {
-  /**
-   * Where seen IDs are kept. Share one store (e.g. `new Keyv({ store: new KeyvRedis(url) })`)
-   * between instances of the receiver. @default an in-memory `new Keyv({ namespace })`
-   */
-  store?: Keyv;
-  /**
-   * How long an ID is remembered, in ms. A duplicate comes from a retry after a lost response,
-   * at most one schedule step (10 h + 20 % jitter) after the attempt that was processed; a manual
-   * redelivery within the TTL is also treated as a duplicate. @default 86400000 (24 h)
-   */
-  ttlMs?: number;
-  /** Namespace of the default store. @default 'gatehouse-webhooks' */
-  namespace?: string;
-}
-
-/** Claims event IDs so each is processed once. */
-export interface Deduper {
-  /**
-   * True the first time `id` is claimed within the TTL, false for every later (or concurrent,
-   * in this process) claim.
-   * @throws GatehouseError `unavailable` if the store did not record the ID; answer 5xx so the
-   *   sender retries.
-   */
-  claim(id: string): Promise<boolean>;
-  /** Forgets `id`, so a redelivery is processed again; call it when processing failed. */
-  release(id: string): Promise<void>;
-}
-
-/**
- * Remembers seen webhook event IDs in a keyv store with a TTL. Within one process, two
- * concurrent deliveries of one ID are told apart by an in-flight set (keyv has no atomic
- * set-if-absent); across processes sharing a store, two deliveries arriving at the same instant
- * can both be claimed, so keep processing idempotent.
- * @example
- * const deduper = createDeduper();
- * if (await deduper.claim(event.id)) {
- *   try { await handle(event); } catch (e) { await deduper.release(event.id); throw e; }
- * }
- */
-export function createDeduper(options: DeduperOptions = {}): Deduper {
-  const ttlMs = options.ttlMs ?? 24 * 3_600_000;
-  const store = options.store ?? new Keyv({ namespace: options.namespace ?? 'gatehouse-webhooks' });
-  const inFlight = new Set<string>();
-  return {
-    async claim(id) {
-      if (inFlight.has(id)) return false;
-      inFlight.add(id);
-      try {
-        if ((await store.get(id)) !== undefined) return false;
-        if (!(await store.set(id, true, ttlMs))) {
-          throw new GatehouseError('unavailable', `Could not record webhook event ${id} as seen.`);
-        }
-        return true;
-      } finally {
-        inFlight.delete(id);
-      }
-    },
-    async release(id) {
-      await store.delete(id);
-    },
-  };
 }

@@ -3,8 +3,8 @@ import KeyvRedis from '@keyv/redis';
 import Keyv from 'keyv';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { createDeduper } from '../../../adapters/webhooks/deduper.js';
 import {
-  createDeduper,
   verifyWebhook,
   WebhookVerificationError,
   type WebhookVerificationReason,
@@ -278,6 +278,15 @@ describe.skipIf(!redisUrl)('createDeduper on Redis (@keyv/redis)', () => {
     expect(await b.claim(id)).toBe(false);
     await b.release(id);
     expect(await a.claim(id)).toBe(true);
+  });
+
+  it("claims with keyv's own key and value, so plain keyv calls see the claim", async () => {
+    const store = redisStore();
+    const id = `evt_${randomUUID()}`;
+    expect(await createDeduper({ store }).claim(id)).toBe(true);
+    expect(await store.get(id)).toBe(true);
+    await store.delete(id);
+    expect(await createDeduper({ store }).claim(id)).toBe(true);
   });
 
   it('lets Redis expire ids after the TTL', async () => {
