@@ -4,7 +4,13 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import type { WebhookEvent } from '../../src/index.js';
-import { decodeWebhookSecret, GatehouseError, signWebhook, WebhookEventSchema } from '../../src/index.js';
+import {
+  decodeWebhookSecret,
+  GatehouseError,
+  signWebhook,
+  WebhookEventSchema,
+  webhookText,
+} from '../../src/index.js';
 
 export type { WebhookEvent } from '../../src/index.js';
 
@@ -53,7 +59,8 @@ function header(headers: WebhookHeaders, name: string): string | undefined {
 /**
  * Verifies a webhook delivery and returns its event. Checks, in order: the `webhook-id`,
  * `webhook-timestamp` and `webhook-signature` headers are present; the timestamp is within
- * `toleranceSeconds` of now (replays of old deliveries fail); some `v1,` signature in the header
+ * `toleranceSeconds` of now (replays of old deliveries fail); the body is UTF-8 text; some `v1,`
+ * signature in the header
  * matches some secret (constant-time compare; pass several secrets while rotating); the body is a
  * Gatehouse event `{id, type, occurred_at, session_id, data}`.
  * Verify the raw body exactly as received: re-serialised JSON does not verify.
@@ -103,12 +110,22 @@ export function verifyWebhook(
     );
   }
 
+  let text: string;
+  try {
+    text = webhookText(rawBody);
+  } catch (cause) {
+    throw new WebhookVerificationError('payload', 'Webhook body is not valid UTF-8 JSON.', { cause });
+  }
   if (id.includes('.')) {
     throw new WebhookVerificationError('signature', 'No webhook signature matches.');
   }
-  const expected = secrets.map((s) =>
-    Buffer.from(signWebhook(s, id, Number(ts), rawBody).slice(3), 'base64'),
-  );
+  // Signatures come from standardwebhooks (via signWebhook); its Webhook#verify is not used because
+  // (1.1.1) it reads the clock with Date.now() and a fixed 300 s tolerance (no `now`, no
+  // `toleranceSeconds`), takes only a Record<string, string> (not Headers, not string[] values),
+  // splits the signature header on single spaces (Node joins repeated headers with ", "), accepts
+  // a timestamp such as "12abc" (parseInt), returns undefined for an empty body and tells its
+  // failures apart only by message, where callers need `reason`.
+  const expected = secrets.map((s) => Buffer.from(signWebhook(s, id, Number(ts), text).slice(3), 'base64'));
   let matched = false;
   // Node joins repeated headers with ", ", so a trailing comma is a separator, not signature data.
   for (const entry of signatures.split(/\s+/)) {
@@ -123,8 +140,6 @@ export function verifyWebhook(
 
   let json: unknown;
   try {
-    const text =
-      typeof rawBody === 'string' ? rawBody : new TextDecoder('utf-8', { fatal: true }).decode(rawBody);
     json = JSON.parse(text);
   } catch (cause) {
     throw new WebhookVerificationError('payload', 'Webhook body is not valid UTF-8 JSON.', { cause });

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import KeyvRedis from '@keyv/redis';
 import Keyv from 'keyv';
 import { Webhook } from 'standardwebhooks';
@@ -12,6 +12,7 @@ import {
 import { GatehouseError } from '../../../src/errors.js';
 import {
   buildWebhookPayload,
+  decodeWebhookSecret,
   generateWebhookSecret,
   signWebhook,
   webhookSignatureHeader,
@@ -168,7 +169,10 @@ describe('verifyWebhook', () => {
     const headers = {
       'webhook-id': 'evt_01J',
       'webhook-timestamp': String(TS),
-      'webhook-signature': signWebhook(SECRET, 'evt_01J', TS, invalidUtf8),
+      // A correct HMAC over the exact bytes, computed by hand: signWebhook signs text only.
+      'webhook-signature': `v1,${createHmac('sha256', decodeWebhookSecret(SECRET))
+        .update(Buffer.concat([Buffer.from(`evt_01J.${TS}.`), invalidUtf8]))
+        .digest('base64')}`,
     };
     expectReason(() => verifyWebhook(SECRET, headers, invalidUtf8, { now }), 'payload');
   });
