@@ -23,6 +23,7 @@ import type {
   StateItem,
   VerifyResult,
   Webhook,
+  WebhookWarning,
   WebhookWithSecret,
 } from './schemas.js';
 import type { Store } from './store.js';
@@ -38,8 +39,14 @@ export interface CallContext {
   allowedSources?: readonly string[];
 }
 
-/** Checks a webhook URL at registration; the service injects the resolving SSRF check. */
-export type WebhookUrlCheck = (url: string) => Promise<void>;
+/**
+ * Checks a webhook URL at registration; the service injects the resolving SSRF check. Throws to
+ * refuse; `warnings` are returned with the created webhook.
+ */
+export type WebhookUrlCheck = (
+  url: string,
+  // biome-ignore lint/suspicious/noConfusingVoidType: a check that only throws is `async (url) => { … }`
+) => Promise<void | { warnings?: readonly WebhookWarning[] }>;
 
 /** Options for {@link createGatehouse}. */
 export interface GatehouseOptions {

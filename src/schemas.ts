@@ -318,8 +318,21 @@ export const WebhookSchema = z.object({
 });
 export type Webhook = z.infer<typeof WebhookSchema>;
 
-/** A webhook with its signing secret: returned once, at creation and rotation. */
-export const WebhookWithSecretSchema = WebhookSchema.extend({ secret: z.string() });
+/**
+ * Something the caller should know about a webhook that was registered anyway. Codes:
+ * `url_not_resolved` (the host did not resolve at registration; every delivery resolves it again).
+ */
+export const WebhookWarningSchema = z.object({ code: z.string(), message: z.string() });
+export type WebhookWarning = z.infer<typeof WebhookWarningSchema>;
+
+/**
+ * A webhook with its signing secret: returned once, at creation and rotation. `warnings` only
+ * at creation, and only when there is one.
+ */
+export const WebhookWithSecretSchema = WebhookSchema.extend({
+  secret: z.string(),
+  warnings: z.array(WebhookWarningSchema).optional(),
+});
 export type WebhookWithSecret = z.infer<typeof WebhookWithSecretSchema>;
 
 /** `POST /v1/webhooks/{id}/rotate-secret`. */

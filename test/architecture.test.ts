@@ -16,7 +16,15 @@ import { beforeAll, describe, expect, it } from 'vitest';
 const root = join(import.meta.dirname, '..');
 
 /** What the core may import besides itself and node builtins: the libraries of the domain. */
-const CORE_LIBRARIES = ['zod', 'yaml', 'picomatch', 'canonicalize', 'ulid', '@marcbachmann/cel-js'];
+const CORE_LIBRARIES = [
+  'zod',
+  'yaml',
+  'picomatch',
+  'canonicalize',
+  'ulid',
+  '@marcbachmann/cel-js',
+  'standardwebhooks',
+];
 
 /**
  * Modules that the named adapters (the owner among them) may import beyond an index: declarations

@@ -47,9 +47,7 @@ export async function startService(
     );
   }
   const gatehouse = await openGatehouse(config, {
-    checkWebhookUrl: async (url) => {
-      await assertWebhookUrlAllowed(url, { policy: urlPolicy });
-    },
+    checkWebhookUrl: (url) => assertWebhookUrlAllowed(url, { policy: urlPolicy }),
     onDeliveriesQueued: () => dispatcher?.wake(),
   });
   const store = gatehouse.store;

@@ -18,7 +18,8 @@ import {
   parseRetryAfter,
   webhookSignatureHeader,
 } from '../../src/index.js';
-import { createWebhookAgent, type Resolver, type WebhookUrlPolicy } from './ssrfGuard.js';
+import type { Resolver, WebhookUrlPolicy } from './destinationPolicy.js';
+import { createWebhookAgent } from './guardedConnector.js';
 
 /** Options for {@link createWebhookDispatcher}. */
 export interface WebhookDispatcherOptions {

@@ -3,15 +3,23 @@
  * (`verifyWebhook`, `createDeduper`).
  */
 
+export { isBlockedAddress } from './blockedAddresses.js';
+export { createDeduper, type Deduper, type DeduperOptions } from './deduper.js';
+export type { Resolver, WebhookUrlPolicy } from './destinationPolicy.js';
 export {
   createWebhookDispatcher,
   type WebhookDispatcher,
   type WebhookDispatcherOptions,
 } from './dispatcher.js';
 export {
-  createDeduper,
-  type Deduper,
-  type DeduperOptions,
+  createGuardedConnector,
+  createWebhookAgent,
+  type GuardedConnectorOptions,
+  SSRF_BLOCKED_CODE,
+  SsrfBlockedError,
+  type WebhookAgentOptions,
+} from './guardedConnector.js';
+export {
   type VerifyWebhookOptions,
   verifyWebhook,
   type WebhookEvent,
@@ -22,13 +30,5 @@ export {
 export {
   type AssertWebhookUrlOptions,
   assertWebhookUrlAllowed,
-  createGuardedConnector,
-  createWebhookAgent,
-  type GuardedConnectorOptions,
-  isBlockedAddress,
-  type Resolver,
-  SSRF_BLOCKED_CODE,
-  SsrfBlockedError,
-  type WebhookAgentOptions,
-  type WebhookUrlPolicy,
-} from './ssrfGuard.js';
+  type WebhookUrlCheckResult,
+} from './webhookUrlCheck.js';

@@ -1,11 +1,16 @@
 /**
- * Receiver-side helpers: verify a Gatehouse (Standard Webhooks) delivery and process each event
- * ID once. "Check the sender, dedupe by event ID, answer 2xx fast" in two calls.
+ * Receiver-side verification of a Gatehouse (Standard Webhooks) delivery. With `createDeduper`
+ * (deduper.ts), "check the sender, dedupe by event ID, answer 2xx fast" is two calls.
  */
 import { timingSafeEqual } from 'node:crypto';
-import Keyv from 'keyv';
 import type { WebhookEvent } from '../../src/index.js';
-import { decodeWebhookSecret, GatehouseError, signWebhook, WebhookEventSchema } from '../../src/index.js';
+import {
+  decodeWebhookSecret,
+  GatehouseError,
+  signWebhook,
+  WebhookEventSchema,
+  webhookText,
+} from '../../src/index.js';
 
 export type { WebhookEvent } from '../../src/index.js';
 
@@ -54,7 +59,8 @@ function header(headers: WebhookHeaders, name: string): string | undefined {
 /**
  * Verifies a webhook delivery and returns its event. Checks, in order: the `webhook-id`,
  * `webhook-timestamp` and `webhook-signature` headers are present; the timestamp is within
- * `toleranceSeconds` of now (replays of old deliveries fail); some `v1,` signature in the header
+ * `toleranceSeconds` of now (replays of old deliveries fail); the body is UTF-8 text; some `v1,`
+ * signature in the header
  * matches some secret (constant-time compare; pass several secrets while rotating); the body is a
  * Gatehouse event `{id, type, occurred_at, session_id, data}`.
  * Verify the raw body exactly as received: re-serialised JSON does not verify.
@@ -104,12 +110,22 @@ export function verifyWebhook(
     );
   }
 
+  let text: string;
+  try {
+    text = webhookText(rawBody);
+  } catch (cause) {
+    throw new WebhookVerificationError('payload', 'Webhook body is not valid UTF-8 JSON.', { cause });
+  }
   if (id.includes('.')) {
     throw new WebhookVerificationError('signature', 'No webhook signature matches.');
   }
-  const expected = secrets.map((s) =>
-    Buffer.from(signWebhook(s, id, Number(ts), rawBody).slice(3), 'base64'),
-  );
+  // Signatures come from standardwebhooks (via signWebhook); its Webhook#verify is not used because
+  // (1.1.1) it reads the clock with Date.now() and a fixed 300 s tolerance (no `now`, no
+  // `toleranceSeconds`), takes only a Record<string, string> (not Headers, not string[] values),
+  // splits the signature header on single spaces (Node joins repeated headers with ", "), accepts
+  // a timestamp such as "12abc" (parseInt), returns undefined for an empty body and tells its
+  // failures apart only by message, where callers need `reason`.
+  const expected = secrets.map((s) => Buffer.from(signWebhook(s, id, Number(ts), text).slice(3), 'base64'));
   let matched = false;
   // Node joins repeated headers with ", ", so a trailing comma is a separator, not signature data.
   for (const entry of signatures.split(/\s+/)) {
@@ -124,8 +140,6 @@ export function verifyWebhook(
 
   let json: unknown;
   try {
-    const text =
-      typeof rawBody === 'string' ? rawBody : new TextDecoder('utf-8', { fatal: true }).decode(rawBody);
     json = JSON.parse(text);
   } catch (cause) {
     throw new WebhookVerificationError('payload', 'Webhook body is not valid UTF-8 JSON.', { cause });
@@ -137,71 +151,4 @@ export function verifyWebhook(
     });
   }
   return parsed.data;
-}
-
-// ---------------------------------------------------------------------------------------------
-
-/** Options for {@link createDeduper}. */
-export interface DeduperOptions {
-  /**
-   * Where seen IDs are kept. Share one store (e.g. `new Keyv({ store: new KeyvRedis(url) })`)
-   * between instances of the receiver. @default an in-memory `new Keyv({ namespace })`
-   */
-  store?: Keyv;
-  /**
-   * How long an ID is remembered, in ms. A duplicate comes from a retry after a lost response,
-   * at most one schedule step (10 h + 20 % jitter) after the attempt that was processed; a manual
-   * redelivery within the TTL is also treated as a duplicate. @default 86400000 (24 h)
-   */
-  ttlMs?: number;
-  /** Namespace of the default store. @default 'gatehouse-webhooks' */
-  namespace?: string;
-}
-
-/** Claims event IDs so each is processed once. */
-export interface Deduper {
-  /**
-   * True the first time `id` is claimed within the TTL, false for every later (or concurrent,
-   * in this process) claim.
-   * @throws GatehouseError `unavailable` if the store did not record the ID; answer 5xx so the
-   *   sender retries.
-   */
-  claim(id: string): Promise<boolean>;
-  /** Forgets `id`, so a redelivery is processed again; call it when processing failed. */
-  release(id: string): Promise<void>;
-}
-
-/**
- * Remembers seen webhook event IDs in a keyv store with a TTL. Within one process, two
- * concurrent deliveries of one ID are told apart by an in-flight set (keyv has no atomic
- * set-if-absent); across processes sharing a store, two deliveries arriving at the same instant
- * can both be claimed, so keep processing idempotent.
- * @example
- * const deduper = createDeduper();
- * if (await deduper.claim(event.id)) {
- *   try { await handle(event); } catch (e) { await deduper.release(event.id); throw e; }
- * }
- */
-export function createDeduper(options: DeduperOptions = {}): Deduper {
-  const ttlMs = options.ttlMs ?? 24 * 3_600_000;
-  const store = options.store ?? new Keyv({ namespace: options.namespace ?? 'gatehouse-webhooks' });
-  const inFlight = new Set<string>();
-  return {
-    async claim(id) {
-      if (inFlight.has(id)) return false;
-      inFlight.add(id);
-      try {
-        if ((await store.get(id)) !== undefined) return false;
-        if (!(await store.set(id, true, ttlMs))) {
-          throw new GatehouseError('unavailable', `Could not record webhook event ${id} as seen.`);
-        }
-        return true;
-      } finally {
-        inFlight.delete(id);
-      }
-    },
-    async release(id) {
-      await store.delete(id);
-    },
-  };
 }

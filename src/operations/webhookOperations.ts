@@ -29,7 +29,7 @@ export function webhookOperations(
   return {
     async createWebhook(rawInput, ctx) {
       const input = parseInput(CreateWebhookInputSchema, rawInput, 'webhook');
-      await checkWebhookUrl(input.url);
+      const warnings = (await checkWebhookUrl(input.url))?.warnings ?? [];
       const at = now();
       const secret = generateWebhookSecret(randomBytes);
       const webhook: StoredWebhook = {
@@ -44,7 +44,11 @@ export function webhookOperations(
         updated_at: at,
       };
       await store.transaction((tx) => tx.insertWebhook(tenantOf(ctx), webhook));
-      return { ...publicWebhook(webhook), secret };
+      return {
+        ...publicWebhook(webhook),
+        secret,
+        ...(warnings.length > 0 ? { warnings: [...warnings] } : {}),
+      };
     },
 
     async listWebhooks(ctx) {

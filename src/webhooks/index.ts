@@ -21,6 +21,6 @@ export {
   WEBHOOK_SECRET_BYTES,
   WEBHOOK_SECRET_PREFIX,
 } from './secret.js';
-export { SIGNATURE_VERSION, signWebhook, webhookSignatureHeader } from './signature.js';
+export { SIGNATURE_VERSION, signWebhook, webhookSignatureHeader, webhookText } from './signature.js';
 export type { MatchableEvent, SubscriptionMatch, WebhookEventType } from './subscription.js';
 export { matchesSubscription, WEBHOOK_EVENT_TYPES } from './subscription.js';

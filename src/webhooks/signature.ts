@@ -1,7 +1,9 @@
 /**
- * Standard Webhooks signatures: `v1,` + base64 HMAC-SHA256 of `${msgId}.${timestamp}.${body}`.
+ * Standard Webhooks signatures: `v1,` + base64 HMAC-SHA256 of `${msgId}.${timestamp}.${body}`,
+ * computed by the reference library (`standardwebhooks`), so sender and receivers agree on
+ * every byte by construction.
  */
-import { createHmac } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
 import { GatehouseError } from '../errors.js';
 import { decodeWebhookSecret } from './secret.js';
 
@@ -9,13 +11,14 @@ import { decodeWebhookSecret } from './secret.js';
 export const SIGNATURE_VERSION = 'v1';
 
 /**
- * Signs one delivery attempt. `body` must be the exact bytes that are sent.
+ * Signs one delivery attempt. `body` must be the exact text that is sent (bytes must be UTF-8:
+ * the library signs text, as the spec's JSON payloads are).
  * @param secret `whsec_…` (the prefix is optional)
  * @param msgId the `webhook-id` header: the event ID, stable across retries
  * @param timestampSeconds the `webhook-timestamp` header: Unix seconds of this attempt
  * @returns `v1,<base64 signature>`, byte-identical to `standardwebhooks`' `Webhook#sign`
  * @throws GatehouseError `invalid_request` for a malformed secret, an empty `msgId` or one
- *   containing `.`, or a timestamp that is not a non-negative integer.
+ *   containing `.`, a timestamp that is not a non-negative integer, or bytes that are not UTF-8.
  * @example
  * signWebhook('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'evt_1', 1700000000, '{"id":"evt_1"}')
  * // 'v1,…'
@@ -36,9 +39,30 @@ export function signWebhook(
       `Webhook timestamp ${timestampSeconds} must be a non-negative integer (seconds).`,
     );
   }
-  const hmac = createHmac('sha256', key).update(`${msgId}.${timestampSeconds}.`);
-  hmac.update(body);
-  return `${SIGNATURE_VERSION},${hmac.digest('base64')}`;
+  // The key is decoded (and its length checked) by decodeWebhookSecret, the one rule for secrets;
+  // the library then gets the raw key bytes.
+  return new Webhook(key, { format: 'raw' }).sign(
+    msgId,
+    new Date(timestampSeconds * 1000),
+    webhookText(body),
+  );
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * A webhook body as text. Bytes must be UTF-8: `standardwebhooks` signs text (it reads a Buffer
+ * with `toString()`, which would replace invalid bytes, and refuses other byte arrays).
+ * @throws GatehouseError `invalid_request` (path `body`) for bytes that are not UTF-8.
+ */
+export function webhookText(body: string | Uint8Array): string {
+  if (typeof body === 'string') return body;
+  try {
+    return UTF8.decode(body);
+  } catch (cause) {
+    const message = 'Webhook body must be UTF-8 text.';
+    throw new GatehouseError('invalid_request', message, { errors: [{ path: 'body', message }], cause });
+  }
 }
 
 /**

@@ -104,6 +104,11 @@ describe('signWebhook', () => {
     );
   });
 
+  it('refuses bytes that are not UTF-8 (the library signs text)', () => {
+    const error = thrown(() => signWebhook(SECRET, 'm', 1, Uint8Array.from([0x7b, 0xff, 0x7d])));
+    expect(error.errors[0]?.path).toBe('body');
+  });
+
   it.each([
     ['msgId', () => signWebhook(SECRET, 'a.b', 1, '{}')],
     ['msgId', () => signWebhook(SECRET, '', 1, '{}')],

@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import KeyvRedis from '@keyv/redis';
 import Keyv from 'keyv';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { createDeduper } from '../../../adapters/webhooks/deduper.js';
 import {
-  createDeduper,
   verifyWebhook,
   WebhookVerificationError,
   type WebhookVerificationReason,
@@ -12,6 +12,7 @@ import {
 import { GatehouseError } from '../../../src/errors.js';
 import {
   buildWebhookPayload,
+  decodeWebhookSecret,
   generateWebhookSecret,
   signWebhook,
   webhookSignatureHeader,
@@ -168,7 +169,10 @@ describe('verifyWebhook', () => {
     const headers = {
       'webhook-id': 'evt_01J',
       'webhook-timestamp': String(TS),
-      'webhook-signature': signWebhook(SECRET, 'evt_01J', TS, invalidUtf8),
+      // A correct HMAC over the exact bytes, computed by hand: signWebhook signs text only.
+      'webhook-signature': `v1,${createHmac('sha256', decodeWebhookSecret(SECRET))
+        .update(Buffer.concat([Buffer.from(`evt_01J.${TS}.`), invalidUtf8]))
+        .digest('base64')}`,
     };
     expectReason(() => verifyWebhook(SECRET, headers, invalidUtf8, { now }), 'payload');
   });
@@ -278,6 +282,15 @@ describe.skipIf(!redisUrl)('createDeduper on Redis (@keyv/redis)', () => {
     expect(await b.claim(id)).toBe(false);
     await b.release(id);
     expect(await a.claim(id)).toBe(true);
+  });
+
+  it("claims with keyv's own key and value, so plain keyv calls see the claim", async () => {
+    const store = redisStore();
+    const id = `evt_${randomUUID()}`;
+    expect(await createDeduper({ store }).claim(id)).toBe(true);
+    expect(await store.get(id)).toBe(true);
+    await store.delete(id);
+    expect(await createDeduper({ store }).claim(id)).toBe(true);
   });
 
   it('lets Redis expire ids after the TTL', async () => {

@@ -12,7 +12,7 @@ import {
   SSRF_BLOCKED_CODE,
   SsrfBlockedError,
   type WebhookUrlPolicy,
-} from '../../../adapters/webhooks/ssrfGuard.js';
+} from '../../../adapters/webhooks/index.js';
 import { GatehouseError } from '../../../src/errors.js';
 
 // These tests never dial a non-loopback address: names are resolved by injected resolvers,
@@ -85,6 +85,8 @@ describe('isBlockedAddress', () => {
     ['::ffff:10.0.0.1', 'IPv4-mapped private'],
     ['::ffff:0:7f00:1', 'IPv4-translated'],
     ['::127.0.0.1', 'IPv4-compatible'],
+    ['::8.8.8.8', 'IPv4-compatible, dotted (ipaddr.js alone reads it as IPv4-mapped)'],
+    ['::808:808', 'IPv4-compatible, hex'],
     ['64:ff9b::10.0.0.1', 'NAT64 of private'],
     ['64:ff9b::7f00:1', 'NAT64 of loopback'],
     ['64:ff9b:1::1', 'local-use NAT64'],
@@ -159,11 +161,12 @@ async function refusal(promise: Promise<unknown>): Promise<GatehouseError> {
 
 describe('assertWebhookUrlAllowed', () => {
   it('accepts an https URL whose addresses are all public, and returns it parsed', async () => {
-    const url = await assertWebhookUrlAllowed('https://hooks.example.com/gatehouse?x=1', {
+    const { url, warnings } = await assertWebhookUrlAllowed('https://hooks.example.com/gatehouse?x=1', {
       policy: STRICT,
       resolve: NAMES,
     });
     expect(url.href).toBe('https://hooks.example.com/gatehouse?x=1');
+    expect(warnings).toEqual([]);
   });
 
   it.each([
@@ -179,8 +182,6 @@ describe('assertWebhookUrlAllowed', () => {
     ['https://mapped.example/', 'resolves to blocked address ::ffff:127.0.0.1 (loopback)'],
     ['https://nat64.example/', 'NAT64 of a cloud metadata address'],
     ['https://localhost/', 'resolves to blocked address 127.0.0.1 (loopback)'],
-    ['https://empty.example/', 'resolves to no address'],
-    ['https://unknown.example/', 'could not be resolved'],
     ['https://127.0.0.1/', 'host 127.0.0.1 is a blocked address (loopback)'],
     ['https://[::1]/', 'host ::1 is a blocked address (loopback)'],
     ['https://2130706433/', 'host 127.0.0.1 is a blocked address (loopback)'],
@@ -193,11 +194,64 @@ describe('assertWebhookUrlAllowed', () => {
     expect(error.message).toContain(rule);
   });
 
-  it('keeps the resolver error as the cause', async () => {
-    const error = await refusal(
-      assertWebhookUrlAllowed('https://unknown.example/', { policy: STRICT, resolve: NAMES }),
-    );
-    expect((error.cause as { code?: string }).code).toBe('ENOTFOUND');
+  describe('a name that does not resolve now: registered, with a url_not_resolved warning', () => {
+    const failing = (code: string): Resolver => {
+      return async (hostname) => {
+        throw Object.assign(new Error(`getaddrinfo ${code} ${hostname}`), { code });
+      };
+    };
+
+    it.each([
+      ['NXDOMAIN', failing('ENOTFOUND'), 'ENOTFOUND'],
+      ['SERVFAIL, as getaddrinfo reports it', failing('EAI_AGAIN'), 'EAI_AGAIN'],
+      ['an empty answer', NAMES, 'no address'],
+    ])('%s', async (_, resolve, why) => {
+      const host = resolve === NAMES ? 'empty.example' : 'hooks.example.com';
+      const { url, warnings } = await assertWebhookUrlAllowed(`https://${host}/gatehouse`, {
+        policy: STRICT,
+        resolve,
+      });
+      expect(url.hostname).toBe(host);
+      expect(warnings).toEqual([
+        {
+          code: 'url_not_resolved',
+          message: `Webhook URL host ${host} could not be resolved now (${why}). The webhook is registered: every delivery resolves the name again, refuses blocked addresses and retries on failure.`,
+        },
+      ]);
+    });
+
+    it('a resolver that does not answer in resolveTimeoutMs', async () => {
+      const silent: Resolver = () => new Promise(() => {});
+      const { warnings } = await assertWebhookUrlAllowed('https://hooks.example.com/', {
+        policy: STRICT,
+        resolve: silent,
+        resolveTimeoutMs: 20,
+      });
+      expect(warnings.map((w) => w.message)).toEqual([
+        expect.stringContaining('could not be resolved now (no answer within 20 ms)'),
+      ]);
+    });
+
+    it('names only the resolver error code, never its message', async () => {
+      const leaky: Resolver = async () => {
+        throw Object.assign(new Error('internal resolver 10.1.2.3 said no'), { code: 'weird code!' });
+      };
+      const { warnings } = await assertWebhookUrlAllowed('https://hooks.example.com/', {
+        policy: STRICT,
+        resolve: leaky,
+      });
+      expect(warnings[0]?.message).toContain('(resolver error)');
+      expect(warnings[0]?.message).not.toContain('10.1.2.3');
+    });
+
+    it('still refuses a name that resolves, to any blocked address (10.0.0.1)', async () => {
+      const error = await refusal(
+        assertWebhookUrlAllowed('https://evil.example/', { policy: STRICT, resolve: NAMES }),
+      );
+      expect(error.message).toBe(
+        'Webhook URL host evil.example resolves to blocked address 10.0.0.1 (private).',
+      );
+    });
   });
 
   it('does not resolve IP literals', async () => {
@@ -215,9 +269,10 @@ describe('assertWebhookUrlAllowed', () => {
       'https://localhost/hook',
       'http://mapped.example/',
     ])('allows loopback %s', async (url) => {
-      await expect(assertWebhookUrlAllowed(url, { policy: DEV, resolve: NAMES })).resolves.toBeInstanceOf(
-        URL,
-      );
+      await expect(assertWebhookUrlAllowed(url, { policy: DEV, resolve: NAMES })).resolves.toEqual({
+        url: new URL(url),
+        warnings: [],
+      });
     });
 
     it.each([
@@ -227,9 +282,17 @@ describe('assertWebhookUrlAllowed', () => {
       ['https://evil.example/', 'resolves to blocked address 10.0.0.1 (private)'],
       ['http://[64:ff9b::7f00:1]/', 'NAT64 of a loopback address'],
       ['https://[::ffff:10.0.0.1]/', 'is a blocked address (private)'],
+      ['http://unknown.example/', 'could not be resolved (ENOTFOUND) to show it is loopback'],
     ])('still refuses %s', async (url, rule) => {
       const error = await refusal(assertWebhookUrlAllowed(url, { policy: DEV, resolve: NAMES }));
       expect(error.message).toContain(rule);
+    });
+
+    it('keeps the resolver error as the cause of an http:// refusal', async () => {
+      const error = await refusal(
+        assertWebhookUrlAllowed('http://unknown.example/', { policy: DEV, resolve: NAMES }),
+      );
+      expect((error.cause as { code?: string }).code).toBe('ENOTFOUND');
     });
   });
 });
