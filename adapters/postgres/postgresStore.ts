@@ -17,14 +17,7 @@ import { assertEmptyForLoad, dumpTables, loadRecords } from '../sql/dumpLoad.js'
 import type { SqlExecutor } from '../sql/executor.js';
 import { apiKeyValues, num, type Row, str } from '../sql/rows.js';
 import * as sql from '../sql/statements.js';
-import {
-  createSqlKeyStore,
-  createSqlOutbox,
-  createSqlReader,
-  createSqlTx,
-  listTenants,
-  scanEvents,
-} from '../sql/storeOperations.js';
+import * as operations from '../sql/storeOperations.js';
 import { postgresDialect } from './dialect.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
 import {
@@ -250,9 +243,9 @@ function createPostgresStore(pool: PostgresPool, schema: string): PostgresStore 
     kind: 'postgres',
     pool,
     schema,
-    ...createSqlReader(db, postgresDialect),
-    ...createSqlKeyStore(db),
-    ...createSqlOutbox(db, postgresDialect),
+    ...operations.createSqlReader(db, postgresDialect),
+    ...operations.createSqlKeyStore(db),
+    ...operations.createSqlOutbox(db, postgresDialect),
 
     transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
       return inTransaction(pool, 'BEGIN', async (client) => {
@@ -265,7 +258,7 @@ function createPostgresStore(pool: PostgresPool, schema: string): PostgresStore 
               : client.query(...args)) as PostgresQueryable['query'],
         };
         const txDb = createExecutor(guarded);
-        const tx = createSqlTx(txDb, postgresDialect, {
+        const tx = operations.createSqlTx(txDb, postgresDialect, {
           // Taken before reading, so that first writers of a key (no row to lock yet) serialise
           // too; the read that follows is a new statement and sees what the previous holder committed.
           beforeLockItem: async (t, s, k) => {
@@ -292,8 +285,8 @@ function createPostgresStore(pool: PostgresPool, schema: string): PostgresStore 
       });
     },
 
-    scanEvents: (tenantId, options) => scanEvents(db, tenantId, options),
-    listTenants: () => listTenants(db),
+    scanEvents: (tenantId, options) => operations.scanEvents(db, tenantId, options),
+    listTenants: () => operations.listTenants(db),
 
     async *dumpRows(options: { pageSize?: number } = {}): AsyncIterable<DumpRecord> {
       // One snapshot for the whole dump: other instances keep writing, and a dump whose chain

@@ -7,6 +7,7 @@ import type {
   Conflict,
   ConflictQuery,
   EventQuery,
+  NewDelivery,
   StateItem,
   StoredEvent,
   StoredWebhook,
@@ -256,43 +257,22 @@ export function listDeliveries(
   };
 }
 
-/** The columns of a new outbox row, in the order {@link newDeliveryValues} gives them. */
-export const NEW_DELIVERY_COLUMNS = [
-  'delivery_id',
-  'tenant_id',
-  'webhook_id',
-  'event_id',
-  'event_type',
-  'status',
-  'attempts',
-  'next_attempt_at',
-  'created_at',
-  'updated_at',
-] as const;
-
-export function newDeliveryValues(
-  tenantId: string,
-  d: {
-    delivery_id: string;
-    webhook_id: string;
-    event_id: string;
-    event_type: string;
-    next_attempt_at: string;
-    created_at: string;
-  },
-): unknown[] {
-  return [
-    d.delivery_id,
-    tenantId,
-    d.webhook_id,
-    d.event_id,
-    d.event_type,
-    'pending',
-    0,
-    d.next_attempt_at,
-    d.created_at,
-    d.created_at,
-  ];
+/** A new outbox row: pending, no attempt yet. */
+export function insertDelivery(tenantId: string, d: NewDelivery): Statement {
+  return {
+    sql: `INSERT INTO deliveries (delivery_id, tenant_id, webhook_id, event_id, event_type, status, attempts, next_attempt_at, created_at, updated_at)
+      VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
+    args: [
+      d.delivery_id,
+      tenantId,
+      d.webhook_id,
+      d.event_id,
+      d.event_type,
+      d.next_attempt_at,
+      d.created_at,
+      d.created_at,
+    ],
+  };
 }
 
 export const resetDelivery = `UPDATE deliveries SET status = 'pending', next_attempt_at = ?, lease_until = NULL, updated_at = ?, delivered_at = NULL

@@ -116,8 +116,7 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
     },
     async insertDeliveries(t, rows) {
       if (rows.length === 0) return;
-      const insert = sql.insertRows('deliveries', sql.NEW_DELIVERY_COLUMNS, 1);
-      await db.runAll(rows.map((d) => ({ sql: insert, args: sql.newDeliveryValues(t, d) })));
+      await db.runAll(rows.map((d) => sql.insertDelivery(t, d)));
     },
     async insertWebhook(t, w) {
       const q = sql.insertWebhook(t, w);

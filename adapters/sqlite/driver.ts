@@ -147,6 +147,19 @@ export function openSqliteDatabase(
   return openWithBetterSqlite3(Database, filename, options);
 }
 
+/** Runs BEGIN/COMMIT/ROLLBACK as statements prepared once (cheaper than `exec` each time). */
+function controlStatements(db: { prepare(sql: string): { run(): unknown } }): (sql: string) => void {
+  const prepared = new Map<string, { run(): unknown }>();
+  return (sql) => {
+    let statement = prepared.get(sql);
+    if (!statement) {
+      statement = db.prepare(sql);
+      prepared.set(sql, statement);
+    }
+    statement.run();
+  };
+}
+
 function openWithNodeSqlite(
   sqlite: NodeSqliteModule,
   filename: string,
@@ -156,15 +169,7 @@ function openWithNodeSqlite(
   // Where the driver cannot say (before Node 22.16), the store's own BEGIN/COMMIT keep count.
   const reportsTransaction = typeof db.isTransaction === 'boolean';
   let open = false;
-  const control = new Map<string, NodeSqliteStatement>();
-  const runControl = (sql: string) => {
-    let s = control.get(sql);
-    if (!s) {
-      s = db.prepare(sql);
-      control.set(sql, s);
-    }
-    s.run();
-  };
+  const runControl = controlStatements(db);
   return {
     driver: 'node:sqlite',
     prepare(sql) {
@@ -214,15 +219,7 @@ function openWithBetterSqlite3(
   options: SqliteDatabaseOptions,
 ): SqliteDatabase {
   const db = new Database(filename, { readonly: options.readOnly ?? false });
-  const control = new Map<string, BetterSqliteStatement>();
-  const runControl = (sql: string) => {
-    let s = control.get(sql);
-    if (!s) {
-      s = db.prepare(sql);
-      control.set(sql, s);
-    }
-    s.run();
-  };
+  const runControl = controlStatements(db);
   return {
     driver: 'better-sqlite3',
     prepare(sql) {

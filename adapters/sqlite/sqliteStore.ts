@@ -12,14 +12,7 @@ import { assertEmptyForLoad, dumpTables, loadRecords } from '../sql/dumpLoad.js'
 import type { SqlExecutor } from '../sql/executor.js';
 import { apiKeyValues, itemsFromRows, num, type Row, str } from '../sql/rows.js';
 import * as sql from '../sql/statements.js';
-import {
-  createSqlKeyStore,
-  createSqlOutbox,
-  createSqlReader,
-  createSqlTx,
-  listTenants,
-  scanEvents,
-} from '../sql/storeOperations.js';
+import * as operations from '../sql/storeOperations.js';
 import { sqliteDialect } from './dialect.js';
 import { openSqliteDatabase, type SqliteDatabase, type SqliteStatement } from './driver.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
@@ -180,15 +173,15 @@ class SqliteStoreImpl implements SqliteStore {
         return changes;
       }),
   };
-  readonly #reader = createSqlReader(this.#executor, sqliteDialect);
-  readonly #keys = createSqlKeyStore(this.#executor);
-  readonly #outbox = createSqlOutbox(this.#executor, sqliteDialect);
+  readonly #reader = operations.createSqlReader(this.#executor, sqliteDialect);
+  readonly #keys = operations.createSqlKeyStore(this.#executor);
+  readonly #outbox = operations.createSqlOutbox(this.#executor, sqliteDialect);
   /** Built once: every transaction hands out the same object (the mutex is held while it runs). */
   readonly #txApi: StoreTx;
 
   constructor(db: SqliteDatabase) {
     this.database = db;
-    const tx = createSqlTx(this.#executor, sqliteDialect);
+    const tx = operations.createSqlTx(this.#executor, sqliteDialect);
     this.#txApi = {
       ...tx,
       insertItemVersion: (t, item) => {
@@ -318,10 +311,10 @@ class SqliteStoreImpl implements SqliteStore {
       ...this.#executor,
       all: (t, a) => this.#serial(() => this.#executor.all(t, a)),
     };
-    return scanEvents(serialised, tenantId, options);
+    return operations.scanEvents(serialised, tenantId, options);
   }
 
-  listTenants = (): Promise<string[]> => this.#serial(() => listTenants(this.#executor));
+  listTenants = (): Promise<string[]> => this.#serial(() => operations.listTenants(this.#executor));
 
   async *dumpRows(options: { pageSize?: number } = {}): AsyncIterable<DumpRecord> {
     // One read transaction for the whole dump, so it is one snapshot even while another process
