@@ -38,7 +38,10 @@ export interface SqliteDatabase {
   begin(mode?: 'DEFERRED' | 'IMMEDIATE'): void;
   commit(): void;
   rollback(): void;
-  /** True between `begin` and `commit`/`rollback` (or a BEGIN run through `exec`). */
+  /**
+   * True while a transaction is open. Before Node 22.16 `node:sqlite` cannot say, and only
+   * `begin`/`commit`/`rollback` are counted (not a BEGIN run through `exec`).
+   */
   readonly inTransaction: boolean;
   close(): void;
 }
