@@ -1,10 +1,9 @@
 // 1. In-process `evaluate` (realistic policy: 10 action entries, 20 CEL rules; 50 state items in
-// the session) on a SQLite file, against the floor: one bare better-sqlite3 INSERT of an
+// the session) on a SQLite file, against the floor: one bare INSERT (same driver as the store) of an
 // event-sized row per operation, in the same process, with the store's pragmas (WAL,
 // synchronous=NORMAL), interleaved in rounds with the subject.
 
-import Database from 'better-sqlite3';
-import { applyStorePragmas, load, scratchDir } from './lib/env.js';
+import { applyStorePragmas, load, openBareSqlite, scratchDir } from './lib/env.js';
 import { compareInterleaved } from './lib/measure.js';
 import { BENCH_POLICY_YAML, evaluateRequests, OWNER_SOURCES, sessionItems } from './lib/workload.js';
 
@@ -40,13 +39,13 @@ export async function run({ quick }) {
       .all(requests.length);
     const floorRows = rows.map((r) => ({ ...r, tenant_id: 'default' }));
 
-    const floorDb = new Database(`${scratch.dir}/floor.db`);
+    const floorDb = await openBareSqlite(`${scratch.dir}/floor.db`);
     applyStorePragmas(floorDb);
     floorDb.exec(FLOOR_TABLE);
     const insert = floorDb.prepare('INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
 
     // The store's own write path without the core: the same event rows into the real events table
-    // (its indexes and triggers) plus the chain head, one transaction each, through better-sqlite3.
+    // (its indexes and triggers) plus the chain head, one transaction each, on the store's connection.
     const writeStore = openSqliteStore({ filename: `${scratch.dir}/writes.db` });
     const wdb = writeStore.database;
     const insertEvent = wdb.prepare(
@@ -57,7 +56,11 @@ export async function run({ quick }) {
       `INSERT INTO chain_heads (tenant_id, seq, hash) VALUES (?, ?, ?)
        ON CONFLICT (tenant_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash`,
     );
-    const appendRow = wdb.transaction((i) => {
+    // Prepared BEGIN/COMMIT: the same calls on the store's connection of any build.
+    const begin = wdb.prepare('BEGIN IMMEDIATE');
+    const commit = wdb.prepare('COMMIT');
+    const appendRow = (i) => {
+      begin.run();
       const r = floorRows[i % floorRows.length];
       insertEvent.run(
         'default',
@@ -72,7 +75,8 @@ export async function run({ quick }) {
         r.hash,
       );
       upsertHead.run('default', i + 1, r.hash);
-    });
+      commit.run();
+    };
 
     const policy = gatehouse.policy;
     const items = await store.listItems('default', 'bench');
@@ -99,7 +103,7 @@ export async function run({ quick }) {
             );
           },
         },
-        events_table: { op: (i) => appendRow.immediate(i) },
+        events_table: { op: (i) => appendRow(i) },
         evaluate: { op: (i) => gatehouse.evaluate(requests[i % requests.length]) },
         policy: {
           op: (i) => {

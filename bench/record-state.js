@@ -1,9 +1,8 @@
 // 4. recordState throughput and p99 on a SQLite file, one write in ten a conflict (a lower-trust
 // source proposing a different value; the next trusted write then settles it), against the same
-// floor as evaluate: one bare better-sqlite3 INSERT of an event-sized row, same pragmas.
+// floor as evaluate: one bare INSERT of an event-sized row (same driver and pragmas as the store).
 
-import Database from 'better-sqlite3';
-import { applyStorePragmas, load, scratchDir } from './lib/env.js';
+import { applyStorePragmas, load, openBareSqlite, scratchDir } from './lib/env.js';
 import { compareInterleaved } from './lib/measure.js';
 
 export const name = 'record-state';
@@ -34,7 +33,7 @@ export async function run({ quick }) {
       outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
     };
 
-    const floorDb = new Database(`${scratch.dir}/floor.db`);
+    const floorDb = await openBareSqlite(`${scratch.dir}/floor.db`);
     applyStorePragmas(floorDb);
     floorDb.exec(`CREATE TABLE events (
       tenant_id TEXT NOT NULL, seq INTEGER NOT NULL, event_id TEXT NOT NULL, type TEXT NOT NULL,

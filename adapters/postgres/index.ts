@@ -4,4 +4,5 @@
  */
 
 export { POSTGRES_MIGRATIONS } from './migrations.js';
+export type { PostgresClient, PostgresPool, PostgresQueryable, PostgresQueryResult } from './pgPool.js';
 export { openPostgresStore, type PostgresStore, type PostgresStoreOptions } from './postgresStore.js';

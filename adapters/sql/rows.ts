@@ -42,6 +42,32 @@ export function rowToItem(r: Row, status?: StateItem['status']): StateItem {
   };
 }
 
+/**
+ * Items from the positional rows of `listSessionItems` (adapters/sql/statements.ts), in its
+ * column order; fresh objects on every call.
+ */
+export function itemsFromRows(sessionId: string, rows: readonly unknown[][]): StateItem[] {
+  const items: StateItem[] = new Array(rows.length);
+  for (let n = 0; n < rows.length; n += 1) {
+    const r = rows[n]!;
+    items[n] = {
+      session_id: sessionId,
+      key: r[0] as string,
+      value: r[1] as string,
+      type: r[2] as string,
+      source: r[3] as string,
+      trust: num(r[4]),
+      sensitivity: r[5] as StateItem['sensitivity'],
+      category: r[6] as string,
+      version: num(r[7]),
+      status: r[8] as StateItem['status'],
+      metadata: metadataOf(r[9]),
+      updated_at: r[10] as string,
+    };
+  }
+  return items;
+}
+
 /** A `conflicts` row. */
 export function rowToConflict(r: Row): Conflict {
   const body = json<Pick<Conflict, 'current' | 'proposed'>>(r['body']);

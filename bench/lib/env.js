@@ -26,11 +26,24 @@ export function scratchDir(name) {
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** The pragmas of the SQLite store (adapters/sqlite/sqliteStore.ts), for baselines on bare better-sqlite3. */
+/**
+ * A bare SQLite connection through the driver the store picks on this runtime (node:sqlite, or
+ * better-sqlite3 on Node 20), from this checkout's build (dist/), so a baseline measures the same
+ * driver as the store whichever build GATEHOUSE_BENCH_DIST names.
+ */
+export async function openBareSqlite(filename) {
+  const { openSqliteDatabase } = await import(
+    pathToFileURL(join(REPO_DIR, 'dist/adapters/sqlite/driver.js')).href
+  );
+  return openSqliteDatabase(filename);
+}
+
+/** The pragmas of the SQLite store (adapters/sqlite/sqliteStore.ts), for baselines on a bare connection. */
 export function applyStorePragmas(db) {
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  db.pragma('foreign_keys = ON');
-  db.pragma('busy_timeout = 5000');
-  db.pragma('wal_autocheckpoint = 10000');
+  db.exec('PRAGMA journal_mode = WAL');
+  db.exec('PRAGMA synchronous = NORMAL');
+  db.exec('PRAGMA foreign_keys = ON');
+  db.exec('PRAGMA busy_timeout = 5000');
+  db.exec('PRAGMA wal_autocheckpoint = 10000');
+  db.exec('PRAGMA cache_size = -16000');
 }

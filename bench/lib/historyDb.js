@@ -6,9 +6,8 @@
 
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { monotonicFactory } from 'ulid';
-import { load, RESULTS_DIR } from './env.js';
+import { load, openBareSqlite, RESULTS_DIR } from './env.js';
 
 /** Bump when the generated content changes. */
 const GENERATOR_VERSION = 1;
@@ -148,9 +147,9 @@ export async function ensureHistoryDb(events, { log = () => {} } = {}) {
   );
   await store.close();
 
-  const db = new Database(tmp);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = OFF'); // a generator: a crash means starting again
+  const db = await openBareSqlite(tmp);
+  db.exec('PRAGMA journal_mode = WAL');
+  db.exec('PRAGMA synchronous = OFF'); // a generator: a crash means starting again
   const insert = db.prepare(
     `INSERT INTO events (tenant_id, seq, event_id, type, session_id, decision_id, occurred_at, data, prev_hash, hash)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -162,7 +161,8 @@ export async function ensureHistoryDb(events, { log = () => {} } = {}) {
   let prev = core.GENESIS_HASH;
   const lastDecisionOf = new Map();
   let seq = 0;
-  const writeBatch = db.transaction((n) => {
+  const writeBatch = (n) => {
+    db.begin('IMMEDIATE');
     for (let k = 0; k < n; k += 1) {
       seq += 1;
       const ms = t0 + seq * 37;
@@ -199,13 +199,14 @@ export async function ensureHistoryDb(events, { log = () => {} } = {}) {
       `INSERT INTO chain_heads (tenant_id, seq, hash) VALUES ('default', ?, ?)
        ON CONFLICT (tenant_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash`,
     ).run(seq, prev);
-  });
+    db.commit();
+  };
   while (seq < events) {
     writeBatch(Math.min(BATCH, events - seq));
     if (seq % 200_000 === 0)
       log(`  ${seq.toLocaleString('en')} events, ${((Date.now() - started) / 1000).toFixed(0)} s`);
   }
-  db.pragma('wal_checkpoint(TRUNCATE)');
+  db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
   db.close();
   renameSync(tmp, file);
   for (const f of [`${tmp}-wal`, `${tmp}-shm`]) rmSync(f, { force: true });

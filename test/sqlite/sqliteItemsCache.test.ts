@@ -7,8 +7,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import { openSqliteDatabase } from '../../adapters/sqlite/driver.js';
 import { openSqliteStore } from '../../adapters/sqlite/index.js';
 import { createGatehouse } from '../../src/index.js';
 
@@ -57,7 +57,7 @@ describe('SQLite store: cached session items stay current', () => {
     const filename = file();
     const store = openSqliteStore({ filename });
     const gh = createGatehouse({ store });
-    const other = new Database(filename);
+    const other = openSqliteDatabase(filename);
     try {
       await gh.recordState(budget('1000'));
       expect((await gh.listItems('s1'))[0]!.value).toBe('1000');

@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import { openSqliteDatabase } from '../../adapters/sqlite/driver.js';
 import { openSqliteStore, type SqliteStore } from '../../adapters/sqlite/index.js';
 import { createGatehouse, type Store } from '../../src/index.js';
 import { runStoreContract } from '../store/contract.js';
@@ -36,9 +36,9 @@ describe('SQLite store specifics', () => {
     expect((await gh2.getItem('s', 'a.b')).value).toBe('1');
     expect((await gh2.verifyHistory()).ok).toBe(true);
     await b.close();
-    const db = new Database(filename, { readonly: true });
-    expect(db.prepare('SELECT count(*) AS n FROM schema_migrations').get()).toEqual({ n: 1 });
-    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+    const db = openSqliteDatabase(filename, { readOnly: true });
+    expect({ ...db.prepare('SELECT count(*) AS n FROM schema_migrations').get() }).toEqual({ n: 1 });
+    expect(db.prepare('PRAGMA journal_mode').get()?.['journal_mode']).toBe('wal');
     db.close();
   });
 
@@ -56,7 +56,7 @@ describe('SQLite store specifics', () => {
       });
     }
     await store.close();
-    const db = new Database(filename);
+    const db = openSqliteDatabase(filename);
     db.exec('DROP TRIGGER events_no_update');
     db.prepare(`UPDATE events SET data = json_set(data, '$.value', '2') WHERE seq = 2`).run();
     db.close();

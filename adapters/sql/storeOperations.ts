@@ -1,0 +1,238 @@
+/**
+ * The Store operations both SQL stores share, over an {@link SqlExecutor}: each store adds only
+ * what its database does differently (connection, transactions, locks, caches, dump snapshots).
+ */
+import type {
+  ClaimedDelivery,
+  HistoryEvent,
+  KeyStore,
+  OutboxStore,
+  StoreReader,
+  StoreTx,
+} from '../../src/index.js';
+import type { SqlDialect } from './dialect.js';
+import type { SqlExecutor } from './executor.js';
+import {
+  apiKeyValues,
+  itemsFromRows,
+  num,
+  type Row,
+  rowToConflict,
+  rowToDelivery,
+  rowToEvent,
+  rowToItem,
+  rowToKey,
+  rowToWebhook,
+  str,
+  strOrNull,
+  withoutDecision,
+} from './rows.js';
+import * as sql from './statements.js';
+
+/** The reads, over committed data (a pool, a connection) or a transaction (its own writes too). */
+export function createSqlReader(db: SqlExecutor, dialect: SqlDialect): StoreReader {
+  const one = async (text: string, args: readonly unknown[]) => db.get(text, args);
+  return {
+    async getItem(t, s, k) {
+      const r = await one(sql.getCurrentItem, [t, s, k]);
+      return r ? rowToItem(r) : null;
+    },
+    async getItemVersion(t, s, k, version) {
+      const r = await one(sql.getItemVersion, [t, s, k, version]);
+      return r ? rowToItem(r) : null;
+    },
+    async listItemVersions(t, s, k) {
+      return (await db.all(sql.listItemVersions, [t, s, k])).map((r) => rowToItem(r));
+    },
+    async listItems(t, s) {
+      return itemsFromRows(s, await db.rows(sql.listSessionItems, [t, s]));
+    },
+    async getConflict(t, id) {
+      const r = await one(sql.getConflict, [t, id]);
+      return r ? rowToConflict(r) : null;
+    },
+    async listConflicts(t, query) {
+      const q = sql.listConflicts(t, query);
+      return (await db.all(q.sql, q.args)).map(rowToConflict);
+    },
+    async queryEvents(t, query) {
+      const q = sql.queryEvents(dialect, t, query);
+      return (await db.all(q.sql, q.args)).map(rowToEvent);
+    },
+    async getWebhook(t, id) {
+      const r = await one(sql.getWebhook, [t, id]);
+      return r ? rowToWebhook(r) : null;
+    },
+    async listWebhooks(t) {
+      return (await db.all(sql.listWebhooks, [t])).map(rowToWebhook);
+    },
+    async getDelivery(t, id) {
+      const r = await one(sql.getDelivery, [t, id]);
+      return r ? rowToDelivery(r) : null;
+    },
+    async listDeliveries(t, webhookId, query) {
+      const q = sql.listDeliveries(t, webhookId, query);
+      return (await db.all(q.sql, q.args)).map(rowToDelivery);
+    },
+  };
+}
+
+/** What a store does before reading an item it is about to change (PostgreSQL: an advisory lock). */
+export interface TxHooks {
+  beforeLockItem?(tenantId: string, sessionId: string, key: string): Promise<void>;
+}
+
+/** The reads and writes of one transaction. */
+export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks = {}): StoreTx {
+  const lockItemSql = sql.lockCurrentItem(dialect);
+  return {
+    ...createSqlReader(db, dialect),
+    async lockItem(t, s, k) {
+      await hooks.beforeLockItem?.(t, s, k);
+      const r = await db.get(lockItemSql, [t, s, k]);
+      return r ? rowToItem(r) : null;
+    },
+    async insertItemVersion(t, item) {
+      await db.runAll([sql.insertItemVersion(t, item), sql.upsertCurrentItem(t, item)]);
+    },
+    async setItemStatus(t, s, k, status) {
+      await db.run(sql.setItemStatus, [status, t, s, k]);
+    },
+    async insertConflict(t, c) {
+      const q = sql.insertConflict(t, c);
+      await db.run(q.sql, q.args);
+    },
+    async updateConflict(t, id, patch) {
+      await db.run(sql.updateConflict, [patch.status, patch.resolution, patch.resolved_at, t, id]);
+    },
+    async lockChainHead(t) {
+      const q = dialect.lockChainHead(t);
+      const r = (q.writes ? await db.runReturning(q.sql, q.args) : await db.all(q.sql, q.args))[0];
+      const seq = r ? num(r['seq']) : 0;
+      return seq === 0 ? null : { seq, hash: str(r!['hash']) };
+    },
+    async appendEvent(t, e) {
+      await db.runAll([sql.insertEvent(t, e), sql.moveChainHead(t, e)]);
+    },
+    async insertDeliveries(t, rows) {
+      if (rows.length === 0) return;
+      await db.runAll(rows.map((d) => sql.insertDelivery(t, d)));
+    },
+    async insertWebhook(t, w) {
+      const q = sql.insertWebhook(t, w);
+      await db.run(q.sql, q.args);
+    },
+    async updateWebhook(t, id, patch) {
+      const q = sql.updateWebhook(t, id, patch);
+      await db.run(q.sql, q.args);
+    },
+    async deleteWebhook(t, id) {
+      return (await db.runAll(sql.deleteWebhook(t, id))) > 0;
+    },
+    async resetDelivery(t, id, nextAttemptAt, updatedAt) {
+      await db.run(sql.resetDelivery, [nextAttemptAt, updatedAt, t, id]);
+    },
+  };
+}
+
+/** API keys, but the bootstrap insert, whose atomicity each store ensures its own way. */
+export function createSqlKeyStore(db: SqlExecutor): Omit<KeyStore, 'insertFirstApiKey'> {
+  return {
+    async insertApiKey(k) {
+      await db.run(sql.insertApiKey, apiKeyValues(k));
+    },
+    async findApiKeyByHash(hash) {
+      const r = await db.get(sql.findApiKeyByHash, [hash]);
+      return r ? rowToKey(r) : null;
+    },
+    async listApiKeys(tenantId) {
+      const rows =
+        tenantId === undefined
+          ? await db.all(sql.listAllApiKeys)
+          : await db.all(sql.listTenantApiKeys, [tenantId]);
+      return rows.map(rowToKey);
+    },
+    async revokeApiKey(keyId, at) {
+      return (await db.run(sql.revokeApiKey, [at, keyId])) > 0;
+    },
+    async countApiKeys() {
+      return num((await db.get(sql.countApiKeys))!['n']);
+    },
+  };
+}
+
+/** The webhook outbox. */
+export function createSqlOutbox(db: SqlExecutor, dialect: SqlDialect): OutboxStore {
+  return {
+    async claimDueDeliveries(options) {
+      const claim = dialect.claimDueDeliveries(options);
+      const claimed = [...(await db.runReturning(claim.sql, claim.args))];
+      if (claimed.length === 0) return [];
+      const webhookIds = [...new Set(claimed.map((r) => str(r['webhook_id'])))];
+      const eventIds = claimed.map((r) => str(r['event_id']));
+      const webhooks = await db.all(sql.webhooksByIds(webhookIds.length), webhookIds);
+      const events = await db.all(sql.eventsByIds(eventIds.length), eventIds);
+      const webhookById = new Map(webhooks.map((r) => [`${str(r['tenant_id'])}\n${str(r['id'])}`, r]));
+      const eventById = new Map(events.map((r) => [`${str(r['tenant_id'])}\n${str(r['event_id'])}`, r]));
+      // RETURNING has no order; hand them out due-first, as the claim chose them.
+      const byDue = (r: Row) => `${str(r['next_attempt_at'])}\n${str(r['delivery_id'])}`;
+      claimed.sort((a, b) => (byDue(a) < byDue(b) ? -1 : byDue(a) > byDue(b) ? 1 : 0));
+      const result: ClaimedDelivery[] = [];
+      for (const r of claimed) {
+        const tenantId = str(r['tenant_id']);
+        const webhook = webhookById.get(`${tenantId}\n${str(r['webhook_id'])}`);
+        const event = eventById.get(`${tenantId}\n${str(r['event_id'])}`);
+        // Deleted between the claim and this read: its pending deliveries are gone with it.
+        if (!webhook || !event) continue;
+        result.push({
+          tenant_id: tenantId,
+          delivery: rowToDelivery(r),
+          webhook: rowToWebhook(webhook),
+          event: withoutDecision(rowToEvent(event)),
+        });
+      }
+      return result;
+    },
+    async recordDeliveryAttempt(tenantId, deliveryId, a) {
+      await db.run(sql.recordDeliveryAttempt, [
+        a.status,
+        a.attempts,
+        a.next_attempt_at,
+        a.last_status_code,
+        a.last_error,
+        a.delivered_at,
+        a.updated_at,
+        tenantId,
+        deliveryId,
+      ]);
+    },
+    async disableWebhook(tenantId, webhookId, at) {
+      await db.run(sql.disableWebhook, [at, tenantId, webhookId]);
+    },
+    async nextDueAt() {
+      return strOrNull((await db.get(sql.nextDueAt))!['t']);
+    },
+  };
+}
+
+/** A tenant's events in seq order, a page at a time. */
+export async function* scanEvents(
+  db: SqlExecutor,
+  tenantId: string,
+  options: { pageSize?: number } = {},
+): AsyncIterable<HistoryEvent[]> {
+  const pageSize = options.pageSize ?? 1000;
+  let after = 0;
+  for (;;) {
+    const page = await db.all(sql.scanEvents, [tenantId, after, pageSize]);
+    if (page.length === 0) return;
+    const events = page.map((r) => withoutDecision(rowToEvent(r)));
+    yield events;
+    after = events[events.length - 1]!.seq;
+  }
+}
+
+/** Tenants that have events. */
+export async function listTenants(db: SqlExecutor): Promise<string[]> {
+  return (await db.all(sql.listTenants)).map((r) => str(r['tenant_id']));
+}

@@ -1,0 +1,250 @@
+/**
+ * The SQLite connection the store runs on: a small Gatehouse-owned interface with two tiny
+ * implementations, the built-in `node:sqlite` where the runtime has it (Node >= 22.13) and
+ * better-sqlite3 only where it does not (Node 20). better-sqlite3 12 aborts the process on
+ * Node >= 24.19 when a statement is finalised outside a JS context, so it is never loaded on a
+ * runtime that has `node:sqlite`; it is an optional peer dependency, required only on Node 20.
+ *
+ * Neither driver's types appear here, so the published declarations need neither
+ * `@types/better-sqlite3` nor a Node version whose types include `node:sqlite`.
+ */
+import { createRequire } from 'node:module';
+import { GatehouseError } from '../../src/index.js';
+
+/** A row as an object, column name to value (integers as numbers). */
+export type SqliteRow = Record<string, unknown>;
+
+/** A prepared statement; parameters are positional (`?`). */
+export interface SqliteStatement {
+  /** Runs a write; the number of rows it changed. */
+  run(...params: unknown[]): { changes: number };
+  /** The first row, or `undefined`. */
+  get(...params: unknown[]): SqliteRow | undefined;
+  /** Every row, as objects. */
+  all(...params: unknown[]): SqliteRow[];
+  /** Every row, as arrays in the column order of the statement (no objects to build and read). */
+  rows(...params: unknown[]): unknown[][];
+}
+
+/** One SQLite connection. */
+export interface SqliteDatabase {
+  /** Which driver runs it. */
+  readonly driver: 'node:sqlite' | 'better-sqlite3';
+  /** Compiles a statement. Statements are cheap to keep: cache them. */
+  prepare(sql: string): SqliteStatement;
+  /** Runs one or more statements without parameters (DDL, pragmas). */
+  exec(sql: string): void;
+  /** Starts a transaction: `IMMEDIATE` takes the write lock at once. */
+  begin(mode?: 'DEFERRED' | 'IMMEDIATE'): void;
+  commit(): void;
+  rollback(): void;
+  /**
+   * True while a transaction is open. Before Node 22.16 `node:sqlite` cannot say, and only
+   * `begin`/`commit`/`rollback` are counted (not a BEGIN run through `exec`).
+   */
+  readonly inTransaction: boolean;
+  close(): void;
+}
+
+/** Options for {@link openSqliteDatabase}. */
+export interface SqliteDatabaseOptions {
+  /** Open read-only (for tools that inspect a store's file). @default false */
+  readOnly?: boolean;
+}
+
+/** The part of `node:sqlite` used here (its types are only in @types/node >= 22). */
+interface NodeSqliteModule {
+  DatabaseSync: new (
+    path: string,
+    options?: { readOnly?: boolean },
+  ) => {
+    prepare(sql: string): NodeSqliteStatement;
+    exec(sql: string): void;
+    close(): void;
+    /** Node >= 22.16 / 24. */
+    readonly isTransaction?: boolean;
+  };
+}
+interface NodeSqliteStatement {
+  run(...params: unknown[]): { changes: number | bigint };
+  get(...params: unknown[]): SqliteRow | undefined;
+  all(...params: unknown[]): SqliteRow[];
+  /** Node >= 22.16 / 24. */
+  setReturnArrays?(enabled: boolean): void;
+}
+
+/** The part of better-sqlite3 used here. */
+type BetterSqliteConstructor = new (
+  path: string,
+  options?: { readonly?: boolean },
+) => {
+  prepare(sql: string): BetterSqliteStatement;
+  exec(sql: string): void;
+  close(): void;
+  readonly inTransaction: boolean;
+};
+interface BetterSqliteStatement {
+  run(...params: unknown[]): { changes: number };
+  get(...params: unknown[]): SqliteRow | undefined;
+  all(...params: unknown[]): SqliteRow[];
+  raw(enabled: boolean): BetterSqliteStatement;
+}
+
+/** How a driver is found; replaced only by tests of the missing-driver message. */
+export interface SqliteDriverResolver {
+  /** `node:sqlite`, or undefined where the runtime lacks it. */
+  nodeSqlite(): NodeSqliteModule | undefined;
+  /** better-sqlite3's constructor; throws `MODULE_NOT_FOUND` when it is not installed. */
+  betterSqlite3(): BetterSqliteConstructor;
+}
+
+const requireFromHere = createRequire(import.meta.url);
+
+const defaultResolver: SqliteDriverResolver = {
+  nodeSqlite() {
+    // Detected by loading, not from the version: Node 22.5-22.12 have it only behind a flag.
+    try {
+      return process.getBuiltinModule('node:sqlite') as NodeSqliteModule | undefined;
+    } catch {
+      return undefined;
+    }
+  },
+  betterSqlite3() {
+    return requireFromHere('better-sqlite3') as BetterSqliteConstructor;
+  },
+};
+
+/** The message for a Node 20 without better-sqlite3. */
+export const BETTER_SQLITE3_MISSING =
+  'On Node 20 the SQLite store needs better-sqlite3@12: npm install better-sqlite3@12';
+
+/** The driver this runtime uses, without opening anything. */
+export function sqliteDriverName(resolver: SqliteDriverResolver = defaultResolver): SqliteDatabase['driver'] {
+  return resolver.nodeSqlite() ? 'node:sqlite' : 'better-sqlite3';
+}
+
+/**
+ * Opens a SQLite connection with the runtime's driver. Sets no pragma: callers set each one they
+ * rely on, because `node:sqlite` is not built with better-sqlite3's compile-time defaults.
+ * @throws {GatehouseError} `unavailable` on a runtime without `node:sqlite` when better-sqlite3 is
+ * not installed.
+ * @example
+ * const db = openSqliteDatabase('.gatehouse/gatehouse.db');
+ */
+export function openSqliteDatabase(
+  filename: string,
+  options: SqliteDatabaseOptions = {},
+  resolver: SqliteDriverResolver = defaultResolver,
+): SqliteDatabase {
+  const nodeSqlite = resolver.nodeSqlite();
+  if (nodeSqlite) return openWithNodeSqlite(nodeSqlite, filename, options);
+  let Database: BetterSqliteConstructor;
+  try {
+    Database = resolver.betterSqlite3();
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 'MODULE_NOT_FOUND') {
+      throw new GatehouseError('unavailable', BETTER_SQLITE3_MISSING, { cause: error });
+    }
+    throw error;
+  }
+  return openWithBetterSqlite3(Database, filename, options);
+}
+
+/** Runs BEGIN/COMMIT/ROLLBACK as statements prepared once (cheaper than `exec` each time). */
+function controlStatements(db: { prepare(sql: string): { run(): unknown } }): (sql: string) => void {
+  const prepared = new Map<string, { run(): unknown }>();
+  return (sql) => {
+    let statement = prepared.get(sql);
+    if (!statement) {
+      statement = db.prepare(sql);
+      prepared.set(sql, statement);
+    }
+    statement.run();
+  };
+}
+
+function openWithNodeSqlite(
+  sqlite: NodeSqliteModule,
+  filename: string,
+  options: SqliteDatabaseOptions,
+): SqliteDatabase {
+  const db = new sqlite.DatabaseSync(filename, { readOnly: options.readOnly ?? false });
+  // Where the driver cannot say (before Node 22.16), the store's own BEGIN/COMMIT keep count.
+  const reportsTransaction = typeof db.isTransaction === 'boolean';
+  let open = false;
+  const runControl = controlStatements(db);
+  return {
+    driver: 'node:sqlite',
+    prepare(sql) {
+      const stmt = db.prepare(sql);
+      let arrays: NodeSqliteStatement | undefined;
+      const arrayRows = (params: unknown[]): unknown[][] => {
+        if (typeof stmt.setReturnArrays !== 'function') {
+          // Before Node 22.16: the row objects keep the SELECT's column order.
+          return stmt.all(...params).map((r) => Object.values(r));
+        }
+        if (!arrays) {
+          arrays = db.prepare(sql);
+          arrays.setReturnArrays!(true);
+        }
+        return arrays.all(...params) as unknown as unknown[][];
+      };
+      return {
+        run: (...params) => ({ changes: Number(stmt.run(...params).changes) }),
+        get: (...params) => stmt.get(...params),
+        all: (...params) => stmt.all(...params),
+        rows: (...params) => arrayRows(params),
+      };
+    },
+    exec: (sql) => db.exec(sql),
+    begin(mode = 'DEFERRED') {
+      runControl(`BEGIN ${mode}`);
+      open = true;
+    },
+    commit() {
+      runControl('COMMIT');
+      open = false;
+    },
+    rollback() {
+      runControl('ROLLBACK');
+      open = false;
+    },
+    get inTransaction() {
+      return reportsTransaction ? db.isTransaction === true : open;
+    },
+    close: () => db.close(),
+  };
+}
+
+function openWithBetterSqlite3(
+  Database: BetterSqliteConstructor,
+  filename: string,
+  options: SqliteDatabaseOptions,
+): SqliteDatabase {
+  const db = new Database(filename, { readonly: options.readOnly ?? false });
+  const runControl = controlStatements(db);
+  return {
+    driver: 'better-sqlite3',
+    prepare(sql) {
+      const stmt = db.prepare(sql);
+      let arrays: BetterSqliteStatement | undefined;
+      return {
+        run: (...params) => stmt.run(...params),
+        get: (...params) => stmt.get(...params),
+        all: (...params) => stmt.all(...params),
+        rows: (...params) => {
+          arrays ??= db.prepare(sql).raw(true);
+          return arrays.all(...params) as unknown as unknown[][];
+        },
+      };
+    },
+    exec: (sql) => db.exec(sql),
+    begin: (mode = 'DEFERRED') => runControl(`BEGIN ${mode}`),
+    commit: () => runControl('COMMIT'),
+    rollback: () => runControl('ROLLBACK'),
+    get inTransaction() {
+      return db.inTransaction;
+    },
+    close: () => db.close(),
+  };
+}
