@@ -105,4 +105,59 @@ describe('the published package', () => {
     ]);
     expect(Number(out.trim())).toBeGreaterThan(0);
   });
+
+  it('runs the core on the embedded store, or says what Node 20 needs', () => {
+    const script = `
+      import { createGatehouse } from 'gatehouse';
+      import { openSqliteStore } from 'gatehouse/sqlite';
+      try {
+        const gatehouse = createGatehouse({ store: openSqliteStore() });
+        await gatehouse.recordState({ session_id: 's', key: 'budget.limit', value: '5', type: 'fact', source: 'user_input' });
+        const decision = await gatehouse.evaluate({ session_id: 's', action: 'payments.transfer' });
+        console.log(JSON.stringify({ verdict: decision.verdict }));
+        await gatehouse.store.close();
+      } catch (error) {
+        console.log(JSON.stringify({ error: error.message }));
+      }`;
+    const out = JSON.parse(run(process.execPath, ['--input-type=module', '-e', script])) as {
+      verdict?: string;
+      error?: string;
+    };
+    // node:sqlite arrived unflagged in 22.13; before it, better-sqlite3 is an optional peer the
+    // consumer did not install.
+    const hasNodeSqlite = process.getBuiltinModule?.('node:sqlite') !== undefined;
+    if (hasNodeSqlite) expect(out).toEqual({ verdict: 'Allow' });
+    else
+      expect(out.error).toBe(
+        'On Node 20 the SQLite store needs better-sqlite3@12: npm install better-sqlite3@12',
+      );
+  });
+
+  it('says which optional peer the PostgreSQL store needs', () => {
+    const script = `
+      import { openPostgresStore } from 'gatehouse/postgres';
+      await openPostgresStore({ connectionString: 'postgres://127.0.0.1:1/none' }).catch((e) => console.log(e.message));`;
+    expect(run(process.execPath, ['--input-type=module', '-e', script]).trim()).toBe(
+      'The PostgreSQL store needs pg: npm install pg@8',
+    );
+  });
+
+  it('says which optional peer a Redis-backed serve needs', () => {
+    let stderr = '';
+    try {
+      run(process.execPath, [
+        join(dir, 'node_modules', 'gatehouse', 'dist', 'adapters', 'cli', 'main.js'),
+        'serve',
+        '--port',
+        '0',
+        '--database',
+        join(dir, 'serve.db'),
+        '--redis-url',
+        'redis://127.0.0.1:1',
+      ]);
+    } catch (error) {
+      stderr = String((error as { stderr?: string }).stderr);
+    }
+    expect(stderr).toContain('REDIS_URL (--redis-url) needs @keyv/redis: npm install @keyv/redis@5');
+  });
 });

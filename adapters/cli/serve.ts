@@ -4,7 +4,13 @@
 import { watch } from 'node:fs';
 import Keyv from 'keyv';
 import pino, { type Logger } from 'pino';
-import { createFirstApiKey, createIdGenerator, type Gatehouse, systemRandomBytes } from '../../src/index.js';
+import {
+  createFirstApiKey,
+  createIdGenerator,
+  type Gatehouse,
+  GatehouseError,
+  systemRandomBytes,
+} from '../../src/index.js';
 import { createHttpApp, createMetrics, type RunningServer, startHttpServer } from '../http/index.js';
 import { createMcpHttpHandler, defaultAllowedHosts, isWildcardAddress } from '../mcp/index.js';
 import {
@@ -25,10 +31,22 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
+/** The message when Redis is configured but `@keyv/redis` is not installed. */
+export const REDIS_MISSING = 'REDIS_URL (--redis-url) needs @keyv/redis: npm install @keyv/redis@5';
+
 /** Creates the TTL store: Redis when configured, else memory. */
 async function openTtlStore(redisUrl: string | undefined, log: Logger): Promise<Keyv> {
   if (!redisUrl) return new Keyv({ namespace: 'gatehouse' });
-  const { default: KeyvRedis } = await import('@keyv/redis');
+  let KeyvRedis: typeof import('@keyv/redis').default;
+  try {
+    KeyvRedis = (await import('@keyv/redis')).default;
+  } catch (error) {
+    // An optional peer: only an instance configured for Redis needs it.
+    if ((error as { code?: unknown }).code === 'ERR_MODULE_NOT_FOUND') {
+      throw new GatehouseError('unavailable', REDIS_MISSING, { cause: error });
+    }
+    throw error;
+  }
   const ttl = new Keyv({ store: new KeyvRedis(redisUrl), namespace: 'gatehouse' });
   ttl.on('error', (err: unknown) => log.error({ err }, 'TTL store error'));
   return ttl;
@@ -46,9 +64,14 @@ export async function startService(
       'DEVELOPMENT SETTING ON: webhooks may use plain http:// to loopback addresses. Never enable this in production.',
     );
   }
+  // Configuration first (a missing optional peer fails before the database is touched).
+  const ttlStore = await openTtlStore(config.redisUrl, log);
   const gatehouse = await openGatehouse(config, {
     checkWebhookUrl: (url) => assertWebhookUrlAllowed(url, { policy: urlPolicy }),
     onDeliveriesQueued: () => dispatcher?.wake(),
+  }).catch(async (error: unknown) => {
+    await ttlStore.disconnect().catch(() => undefined);
+    throw error;
   });
   const store = gatehouse.store;
 
@@ -59,7 +82,6 @@ export async function startService(
   );
   const bootstrapKey = bootstrap?.secret;
 
-  const ttlStore = await openTtlStore(config.redisUrl, log);
   if (config.mcpAllowedHosts === undefined && isWildcardAddress(config.host)) {
     log.warn(
       { host: config.host },
