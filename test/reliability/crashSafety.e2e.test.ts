@@ -183,7 +183,16 @@ describe.each(backends)('kill -9 under load (%s)', (_name, makeBackend, skipReas
     // ---- load, then kill -9 at a random moment in it ----------------------------------------
     let stopped = false;
     const load = driveLoad(api, 9, () => stopped);
-    await new Promise((r) => setTimeout(r, 1500 + Math.random() * 1000));
+    // Enough acknowledged work for the kill to mean something, however slow the machine, then a
+    // random moment in the load (a fixed window failed on a busy machine: too few acks in it).
+    const started = Date.now();
+    while (
+      !(load.acked.writes.length > 20 && load.acked.decisions.length > 5 && receiver.received.length > 0)
+    ) {
+      if (Date.now() - started > 60_000) throw new Error('the load made too little progress in 60 s');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    await new Promise((r) => setTimeout(r, Math.random() * 1000));
     serve.proc.kill('SIGKILL');
     expect(await serve.exited).toBe('SIGKILL');
     stopped = true;
