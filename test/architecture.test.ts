@@ -16,7 +16,16 @@ import { beforeAll, describe, expect, it } from 'vitest';
 const root = join(import.meta.dirname, '..');
 
 /** What the core may import besides itself and node builtins: the libraries of the domain. */
-const CORE_LIBRARIES = ['zod', 'yaml', 'picomatch', 'canonicalize', 'ulid', '@marcbachmann/cel-js'];
+const CORE_LIBRARIES = [
+  'zod',
+  'yaml',
+  'picomatch',
+  'canonicalize',
+  'ulid',
+  '@marcbachmann/cel-js',
+  // Spans and metrics through the API only: no-ops until a host registers an SDK.
+  '@opentelemetry/api',
+];
 
 /**
  * Modules that the named adapters (the owner among them) may import beyond an index: declarations
