@@ -14,6 +14,7 @@ import {
   context,
   type Histogram,
   isSpanContextValid,
+  type Link,
   type MeterProvider,
   metrics,
   propagation,
@@ -124,6 +125,8 @@ export interface InSpanOptions {
   attributes?: Attributes;
   /** The parent; @default the active context */
   parent?: Context;
+  /** Spans this one relates to without being their child. */
+  links?: Link[];
 }
 
 /**
@@ -137,6 +140,7 @@ export function inSpan<T>(name: string, options: InSpanOptions, fn: (span: Span)
     {
       ...(options.kind === undefined ? {} : { kind: options.kind }),
       ...(options.attributes === undefined ? {} : { attributes: options.attributes }),
+      ...(options.links === undefined ? {} : { links: options.links }),
     },
     parent,
     async (span) => {
