@@ -40,12 +40,15 @@ export function telemetryRequested(env: NodeJS.ProcessEnv = process.env): boolea
 /** The SDK's diagnostics into the service log, at `OTEL_LOG_LEVEL` (default warn). */
 function diagLogger(logger: Logger): DiagLogger {
   const log = logger.child({ component: 'opentelemetry' });
+  // The SDK puts a component name first and the substance in the arguments.
+  const text = (message: string, args: unknown[]) =>
+    [message, ...args.map((a) => (a instanceof Error ? a.message : String(a)))].join(' ');
   return {
-    error: (message) => log.error(message),
-    warn: (message) => log.warn(message),
-    info: (message) => log.info(message),
-    debug: (message) => log.debug(message),
-    verbose: (message) => log.trace(message),
+    error: (message, ...args) => log.error(text(message, args)),
+    warn: (message, ...args) => log.warn(text(message, args)),
+    info: (message, ...args) => log.info(text(message, args)),
+    debug: (message, ...args) => log.debug(text(message, args)),
+    verbose: (message, ...args) => log.trace(text(message, args)),
   };
 }
 
