@@ -9,6 +9,7 @@ import { decisionOperations } from './operations/decisionOperations.js';
 import { historyOperations } from './operations/historyOperations.js';
 import { createOperationContext, type OperationContext } from './operations/operationContext.js';
 import { stateOperations } from './operations/stateOperations.js';
+import { tracedOperations } from './operations/tracedOperations.js';
 import { webhookOperations } from './operations/webhookOperations.js';
 
 /**
@@ -20,6 +21,9 @@ import { webhookOperations } from './operations/webhookOperations.js';
  */
 export function createGatehouse(options: GatehouseOptions): Gatehouse {
   const shared: OperationContext = createOperationContext(options);
+  const state = stateOperations(shared);
+  const decisions = decisionOperations(shared);
+  const history = historyOperations(shared);
   return {
     get policy() {
       return shared.policy;
@@ -28,9 +32,14 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
       shared.setPolicy(next);
     },
     store: shared.store,
-    ...stateOperations(shared),
-    ...decisionOperations(shared),
-    ...historyOperations(shared),
+    ...state,
+    ...decisions,
+    ...history,
     ...webhookOperations(shared),
+    ...tracedOperations({
+      evaluate: decisions.evaluate,
+      recordState: state.recordState,
+      readHistory: history.readHistory,
+    }),
   };
 }

@@ -71,5 +71,18 @@ export { maskSecrets } from './state/maskSecrets.js';
 export { maxClaimableTrust } from './state/sourceTrust.js';
 export type * from './store.js';
 export { STORE_TABLE_KEYS, STORE_TABLES } from './store.js';
+export {
+  activeTraceparent,
+  contextFromTraceparent,
+  decisionsCounter,
+  GEN_AI_ATTRIBUTES,
+  httpDurationHistogram,
+  type InSpanOptions,
+  inSpan,
+  markSpanFailed,
+  SPAN_ATTRIBUTES,
+  TELEMETRY_SCOPE,
+  tracer,
+} from './telemetry.js';
 export { parseInput } from './validation.js';
 export * from './webhooks/index.js';

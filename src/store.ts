@@ -60,6 +60,13 @@ export interface NewDelivery {
   event_type: string;
   next_attempt_at: string;
   created_at: string;
+  /**
+   * The W3C `traceparent` of the operation that queued the delivery (only when a trace was
+   * being recorded), so the delivery and its receiver join that trace. A store keeps it in a
+   * nullable column of the outbox row and returns it with the claim; a store that drops it only
+   * makes deliveries start traces of their own.
+   */
+  traceparent?: string | undefined;
 }
 
 /** A delivery claimed by a dispatcher, with what it needs to send it. */
@@ -68,6 +75,8 @@ export interface ClaimedDelivery {
   delivery: Delivery;
   webhook: StoredWebhook;
   event: HistoryEvent;
+  /** The {@link NewDelivery.traceparent} it was queued with, if the store keeps it. */
+  traceparent?: string | null | undefined;
 }
 
 /** The result of one attempt, recorded by the dispatcher. */

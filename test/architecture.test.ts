@@ -24,6 +24,8 @@ const CORE_LIBRARIES = [
   'ulid',
   '@marcbachmann/cel-js',
   'standardwebhooks',
+  // Spans and metrics through the API only: no-ops until a host registers an SDK.
+  '@opentelemetry/api',
 ];
 
 /**

@@ -27,6 +27,7 @@ import { DEFAULT_MCP_SOURCES, runStdioServer } from '../mcp/index.js';
 import { readServeConfig, readServiceConfig } from './config.js';
 import { openGatehouse, openStore } from './openService.js';
 import { banner, startService } from './serve.js';
+import { startTelemetry } from './telemetry.js';
 
 // Policies may use CEL `matches()`, which runs on the backtracking RegExp engine: a pattern with
 // nested quantifiers and a crafted 16 KiB string could stall the process for hours. With this V8
@@ -76,19 +77,24 @@ storeOptions(program.command('serve'))
   .action(async (flags) => {
     const config = readServeConfig(flags);
     const log = pino({ level: config.logLevel }, pino.destination(2));
+    // Before the service: the SDK must be registered before anything takes a meter.
+    const telemetry = await startTelemetry({ logger: log });
     const service = await startService(config, log);
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) return;
       stopping = true;
       log.info({ signal }, 'shutting down');
-      service.close().then(
-        () => process.exit(0),
-        (err: unknown) => {
-          log.error({ err }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
+      service
+        .close()
+        .then(() => telemetry?.shutdown())
+        .then(
+          () => process.exit(0),
+          (err: unknown) => {
+            log.error({ err }, 'shutdown failed');
+            process.exit(1);
+          },
+        );
     };
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));
@@ -107,6 +113,7 @@ storeOptions(program.command('mcp'))
   .action(async (flags) => {
     const config = readServiceConfig(flags);
     const log = pino({ level: config.logLevel }, pino.destination(2));
+    const telemetry = await startTelemetry({ logger: log, stdoutIsProtocol: true });
     const gatehouse = await openGatehouse(config);
     const sources =
       typeof flags.sources === 'string'
@@ -121,6 +128,7 @@ storeOptions(program.command('mcp'))
       ...(sources ? { allowedSources: sources } : {}),
       logger: log,
     });
+    await telemetry?.shutdown();
   });
 
 const keys = program.command('keys').description('manage API keys');

@@ -12,6 +12,7 @@ import {
   type Store,
 } from '../../src/index.js';
 import type { ServiceConfig } from './config.js';
+import { rememberDeliveryTraceparents } from './deliveryTraceparents.js';
 
 /** Opens the configured store: PostgreSQL when a URL is given, else the SQLite file. */
 export async function openStore(
@@ -39,7 +40,8 @@ export async function openGatehouse(
   extra: Omit<GatehouseOptions, 'store' | 'policy'> = {},
 ): Promise<Gatehouse> {
   const policy = await loadPolicy(config);
-  const store = await openStore(config);
+  // Until the stores keep an outbox row's traceparent, this process remembers it (see the module).
+  const store = rememberDeliveryTraceparents(await openStore(config));
   return createGatehouse({ ...extra, store, policy });
 }
 

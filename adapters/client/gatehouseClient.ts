@@ -4,6 +4,7 @@
  * against) and mirrors the core method of the same name, so code written against an in-process
  * `Gatehouse` moves to a remote one unchanged; failures are the same `GatehouseError` codes.
  */
+import { context, propagation } from '@opentelemetry/api';
 import { type Dispatcher, request } from 'undici';
 import type { z } from 'zod';
 import {
@@ -180,6 +181,8 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
     const headers: Record<string, string> = { authorization, accept: 'application/json' };
     if (call.body !== undefined) headers['content-type'] = 'application/json';
     if (call.options?.idempotencyKey !== undefined) headers['idempotency-key'] = call.options.idempotencyKey;
+    // The caller's trace continues on the server (`traceparent`, `tracestate`); a no-op without an SDK.
+    propagation.inject(context.active(), headers);
 
     let status: number;
     let responseHeaders: Record<string, string | string[] | undefined>;

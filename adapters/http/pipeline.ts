@@ -4,6 +4,7 @@
  * It speaks plain values ({@link Incoming} in, {@link Reply} out), so the web face (`fetch`) and
  * the node:http face share it and neither builds the other's objects.
  */
+import { context, propagation, SpanKind, SpanStatusCode, type TextMapGetter } from '@opentelemetry/api';
 import { RegExpRouter } from 'hono/router/reg-exp-router';
 import type { Logger } from 'pino';
 import {
@@ -11,6 +12,8 @@ import {
   type CallContext,
   type Gatehouse,
   GatehouseError,
+  httpDurationHistogram,
+  inSpan,
   type KeyStore,
   type Principal,
   parseInput,
@@ -97,6 +100,12 @@ interface PathEntry {
 }
 
 const BEARER = /^Bearer[ ]+(\S+)\s*$/i;
+
+/** Reads W3C `traceparent` / `tracestate` from either face's request headers. */
+const headerGetter: TextMapGetter<Incoming> = {
+  get: (incoming, name) => incoming.header(name),
+  keys: () => [],
+};
 
 /** `/v1/items/{key}` → `/v1/items/:key` (Hono's and the metrics' pattern syntax). */
 export function colonPattern(path: string): string {
@@ -297,12 +306,28 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
   return {
     routes: listing,
     isWebPath: (path) => match(path)?.entry.web === true,
-    async handle(incoming, request) {
+    handle(incoming, request) {
       const started = performance.now();
-      const { reply, pattern } = await dispatch(incoming, request);
-      metrics.observeRequest(incoming.method, pattern, reply.status, (performance.now() - started) / 1000);
-      log?.debug({ method: incoming.method, path: incoming.path, status: reply.status }, 'request');
-      return incoming.method === 'HEAD' && !(reply instanceof Response) ? { ...reply, body: null } : reply;
+      const method = incoming.method;
+      // One server span per request, a child of the caller's trace when it sent `traceparent`;
+      // named `METHOD /route/:pattern` once the route is known (low cardinality, no IDs).
+      const parent = propagation.extract(context.active(), incoming, headerGetter);
+      const attributes = { 'http.request.method': method };
+      return inSpan(method, { kind: SpanKind.SERVER, attributes, parent }, async (span) => {
+        const { reply, pattern } = await dispatch(incoming, request);
+        const seconds = (performance.now() - started) / 1000;
+        metrics.observeRequest(method, pattern, reply.status, seconds);
+        const route = pattern === 'unmatched' ? {} : { 'http.route': pattern };
+        const done = { ...attributes, ...route, 'http.response.status_code': reply.status };
+        httpDurationHistogram().record(seconds, done);
+        if (span.isRecording()) {
+          if (pattern !== 'unmatched') span.updateName(`${method} ${pattern}`);
+          span.setAttributes(done);
+          if (reply.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+        }
+        log?.debug({ method, path: incoming.path, status: reply.status }, 'request');
+        return method === 'HEAD' && !(reply instanceof Response) ? { ...reply, body: null } : reply;
+      });
     },
   };
 }

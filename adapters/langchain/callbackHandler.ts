@@ -6,8 +6,17 @@
 import { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import type { Serialized } from '@langchain/core/load/serializable';
 import type { LLMResult } from '@langchain/core/outputs';
+import { context, type Span, trace } from '@opentelemetry/api';
+import { markSpanFailed, tracer } from '../../src/index.js';
 import { ActionBlockedError } from './actionBlockedError.js';
-import { type GateOptions, gateToolCall, recordToolError, recordToolResult } from './toolCallGate.js';
+import {
+  type GateOptions,
+  gateToolCall,
+  noteDecision,
+  recordToolError,
+  recordToolResult,
+  toolCallSpan,
+} from './toolCallGate.js';
 import { resolveToolName, toolParams } from './toolIdentity.js';
 
 /** Options for {@link GatehouseCallbackHandler}. */
@@ -16,7 +25,7 @@ export type GatehouseCallbackHandlerOptions = GateOptions;
 /** In-flight bookkeeping is bounded: runs that never end (a crashed graph) must not leak. */
 const MAX_TRACKED = 4096;
 
-function remember(map: Map<string, string>, key: string, value: string): void {
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
   map.delete(key);
   map.set(key, value);
   if (map.size > MAX_TRACKED) {
@@ -52,6 +61,8 @@ export class GatehouseCallbackHandler extends BaseCallbackHandler {
   readonly #decisions = new Map<string, string>();
   /** toolCallId → the tool name the model asked for. */
   readonly #calledNames = new Map<string, string>();
+  /** runId → the `execute_tool` span of a tool that was let through, ended with the tool. */
+  readonly #spans = new Map<string, Span>();
 
   /**
    * @param options the backend and how to find the session
@@ -105,26 +116,49 @@ export class GatehouseCallbackHandler extends BaseCallbackHandler {
     const calledName = toolCallId === undefined ? undefined : this.#calledNames.get(toolCallId);
     if (toolCallId !== undefined) this.#calledNames.delete(toolCallId);
     const action = resolveToolName({ serialized: tool, runName, metadata, calledName });
-    const decision = await gateToolCall(this.#options, {
-      action,
-      params: toolParams(input),
-      toolCallId,
-      run: { metadata },
-    });
-    if (decision.verdict === 'Block') throw new ActionBlockedError(decision);
+    // A span from here to the tool's end, in the caller's active trace; the gate's spans are its
+    // children. A callback cannot make it the tool's own active context.
+    const { name, attributes } = toolCallSpan({ action, toolCallId });
+    const span = tracer.startSpan(name, { attributes });
+    let decision: Awaited<ReturnType<typeof gateToolCall>>;
+    try {
+      decision = await context.with(trace.setSpan(context.active(), span), () =>
+        gateToolCall(this.#options, { action, params: toolParams(input), toolCallId, run: { metadata } }),
+      );
+    } catch (error) {
+      markSpanFailed(span, error);
+      span.end();
+      throw error;
+    }
+    noteDecision(span, decision);
+    if (decision.verdict === 'Block') {
+      span.end();
+      throw new ActionBlockedError(decision);
+    }
     remember(this.#decisions, runId, decision.decision_id);
+    remember(this.#spans, runId, span);
   }
 
   /** Records `succeeded` (or `failed` for an error ToolMessage). Never throws. */
   override async handleToolEnd(output: unknown, runId: string): Promise<void> {
+    this.#endSpan(runId);
     const decisionId = this.#take(runId);
     if (decisionId !== undefined) await recordToolResult(this.#options, decisionId, output);
   }
 
   /** Records `failed` with the error's first words. Never throws. */
   override async handleToolError(error: unknown, runId: string): Promise<void> {
+    this.#endSpan(runId, error);
     const decisionId = this.#take(runId);
     if (decisionId !== undefined) await recordToolError(this.#options, decisionId, error);
+  }
+
+  #endSpan(runId: string, error?: unknown): void {
+    const span = this.#spans.get(runId);
+    if (!span) return;
+    this.#spans.delete(runId);
+    if (error !== undefined) markSpanFailed(span, error);
+    span.end();
   }
 
   #take(runId: string): string | undefined {

@@ -5,8 +5,15 @@
 import { ToolMessage } from '@langchain/core/messages';
 import type { ToolCall } from '@langchain/core/messages/tool';
 import { type AgentMiddleware, createMiddleware } from 'langchain';
-import type { Decision } from '../../src/index.js';
-import { type GateOptions, gateToolCall, recordToolError, recordToolResult } from './toolCallGate.js';
+import { type Decision, inSpan } from '../../src/index.js';
+import {
+  type GateOptions,
+  gateToolCall,
+  noteDecision,
+  recordToolError,
+  recordToolResult,
+  toolCallSpan,
+} from './toolCallGate.js';
 
 /** Options for {@link gatehouseMiddleware}. */
 export type GatehouseMiddlewareOptions = GateOptions;
@@ -57,25 +64,32 @@ export function blockedToolMessage(decision: Decision, toolCall: Pick<ToolCall, 
 export function gatehouseMiddleware(options: GatehouseMiddlewareOptions): AgentMiddleware {
   return createMiddleware({
     name: 'gatehouse',
-    wrapToolCall: async (request, handler) => {
+    wrapToolCall: (request, handler) => {
       const { toolCall } = request;
-      const decision = await gateToolCall(options, {
+      const call = {
         action: toolCall.name,
         params: toolCall.args ?? {},
         toolCallId: toolCall.id,
         run: { configurable: request.runtime.configurable },
-      });
-      if (decision.verdict === 'Block') return blockedToolMessage(decision, toolCall);
+      };
+      const { name, attributes } = toolCallSpan(call);
+      // The whole call is one span, active while the gate decides and the tool runs, so the
+      // decision's spans (and the tool's own, if it traces) are its children.
+      return inSpan(name, { attributes }, async (span) => {
+        const decision = await gateToolCall(options, call);
+        noteDecision(span, decision);
+        if (decision.verdict === 'Block') return blockedToolMessage(decision, toolCall);
 
-      let result: Awaited<ReturnType<typeof handler>>;
-      try {
-        result = await handler(request);
-      } catch (error) {
-        await recordToolError(options, decision.decision_id, error);
-        throw error;
-      }
-      await recordToolResult(options, decision.decision_id, result);
-      return result;
+        let result: Awaited<ReturnType<typeof handler>>;
+        try {
+          result = await handler(request);
+        } catch (error) {
+          await recordToolError(options, decision.decision_id, error);
+          throw error;
+        }
+        await recordToolResult(options, decision.decision_id, result);
+        return result;
+      });
     },
   });
 }

@@ -3,7 +3,8 @@
  * options, the decision before the tool (session, input, verdict) and the outcome after it.
  * Each face only adapts LangChain's hook to these calls and surfaces a Block its own way.
  */
-import type { Decision } from '../../src/index.js';
+import type { Attributes, Span } from '@opentelemetry/api';
+import { type Decision, GEN_AI_ATTRIBUTES, SPAN_ATTRIBUTES } from '../../src/index.js';
 import type { GateBackend } from './gateBackend.js';
 import { type RunSessionSources, requireSession } from './sessionRule.js';
 
@@ -73,6 +74,33 @@ export async function gateToolCall(options: GateOptions, call: GatedToolCall): P
       throw new Error(`Unknown verdict ${String(unknown)}`);
     }
   }
+}
+
+/**
+ * The span of one gated tool call, per the GenAI conventions: `execute_tool {tool}` with the
+ * tool's name and the model's call ID. Never its arguments (they may be secrets).
+ */
+export function toolCallSpan(call: Pick<GatedToolCall, 'action' | 'toolCallId'>): {
+  name: string;
+  attributes: Attributes;
+} {
+  return {
+    name: `${GEN_AI_ATTRIBUTES.executeTool} ${call.action}`,
+    attributes: {
+      [GEN_AI_ATTRIBUTES.operationName]: GEN_AI_ATTRIBUTES.executeTool,
+      [GEN_AI_ATTRIBUTES.toolName]: call.action,
+      [GEN_AI_ATTRIBUTES.toolType]: 'function',
+      ...(call.toolCallId === undefined ? {} : { [GEN_AI_ATTRIBUTES.toolCallId]: call.toolCallId }),
+    },
+  };
+}
+
+/** Puts the gate's answer on the tool call's span. */
+export function noteDecision(span: Span, decision: Decision): void {
+  span.setAttributes({
+    [SPAN_ATTRIBUTES.decisionId]: decision.decision_id,
+    [SPAN_ATTRIBUTES.verdict]: decision.verdict,
+  });
 }
 
 /** Longest `detail` sent with a failed outcome; the point is a hint, not a log. */

@@ -18,6 +18,7 @@ import {
   parseRetryAfter,
   webhookSignatureHeader,
 } from '../../src/index.js';
+import { deliveryTraceHeaders, inDeliverySpan, noteDeliveryOutcome } from './deliverySpan.js';
 import type { Resolver, WebhookUrlPolicy } from './destinationPolicy.js';
 import { createWebhookAgent } from './guardedConnector.js';
 
@@ -131,6 +132,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
           'webhook-id': event.event_id,
           'webhook-timestamp': String(timestamp),
           'webhook-signature': webhookSignatureHeader(secrets, event.event_id, timestamp, body),
+          ...deliveryTraceHeaders(),
         },
         dispatcher: agent,
         headersTimeout: timeoutMs,
@@ -182,11 +184,12 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
       });
     }
     const status = outcome === 'delivered' ? 'delivered' : outcome === 'disable' ? 'failed' : 'pending';
+    noteDeliveryOutcome(status, statusCode);
     options.onAttempt?.({ deliveryId: delivery.delivery_id, status, statusCode });
   }
 
   function launch(claimed: ClaimedDelivery): void {
-    const p = attempt(claimed)
+    const p = inDeliverySpan(claimed, () => attempt(claimed))
       .catch((e: unknown) => options.onError?.(e))
       .finally(() => inFlight.delete(p));
     inFlight.add(p);

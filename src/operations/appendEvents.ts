@@ -6,6 +6,7 @@ import { GENESIS_HASH, hashEvent } from '../history/hashChain.js';
 import type { IdGenerator } from '../runtime.js';
 import type { EventType } from '../schemas.js';
 import type { StoredEvent, StoreTx } from '../store.js';
+import { activeTraceparent } from '../telemetry.js';
 import { matchesSubscription } from '../webhooks/index.js';
 
 /** An event to append; the chain and the outbox are {@link appendEvents}' job. */
@@ -40,6 +41,8 @@ export async function appendEvents(
   const webhooks = (await tx.listWebhooks(tenantId)).filter((w) => w.status === 'active');
   const events: StoredEvent[] = [];
   let queued = 0;
+  // Read once, and only when something is queued: without an SDK it is always undefined.
+  let traceparent: string | undefined | null = null;
   for (const draft of drafts) {
     seq += 1;
     const base = {
@@ -56,6 +59,8 @@ export async function appendEvents(
     await tx.appendEvent(tenantId, event);
     const matching = webhooks.filter((w) => matchesSubscription(w, event));
     if (matching.length > 0) {
+      if (traceparent === null) traceparent = activeTraceparent();
+      const trace = traceparent === undefined ? {} : { traceparent };
       await tx.insertDeliveries(
         tenantId,
         matching.map((w) => ({
@@ -65,6 +70,7 @@ export async function appendEvents(
           event_type: event.type,
           next_attempt_at: event.occurred_at,
           created_at: event.occurred_at,
+          ...trace,
         })),
       );
       queued += matching.length;

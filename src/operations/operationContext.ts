@@ -21,6 +21,7 @@ import type { Store, StoredEvent, StoredWebhook, StoreTx } from '../store.js';
 import { notOneOf, parseInput } from '../validation.js';
 import { appendEvents, type EventDraft } from './appendEvents.js';
 import { assertPlausibleId, notFound } from './notFound.js';
+import { tracedTransaction } from './tracedTransaction.js';
 import { defaultWebhookUrlCheck } from './webhookViews.js';
 
 /**
@@ -36,6 +37,8 @@ export interface OperationContext {
   setPolicy(policy: CompiledPolicy): void;
   readonly checkWebhookUrl: WebhookUrlCheck;
   readonly onDeliveriesQueued: (() => void) | undefined;
+  /** {@link Store.transaction} in a `gatehouse.store.transaction` span: every operation writes through it. */
+  transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
   /** The caller's tenant, or the instance's. */
   tenantOf(ctx?: CallContext): string;
   /** The clock's time, ISO 8601. */
@@ -67,6 +70,7 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
   const checkWebhookUrl = options.checkWebhookUrl ?? defaultWebhookUrlCheck;
   let policy = options.policy ?? defaultPolicy();
 
+  const transaction = tracedTransaction(store);
   const tenantOf = (ctx?: CallContext) => ctx?.tenantId ?? defaultTenant;
   const now = () => clock().toISOString();
 
@@ -121,6 +125,7 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
     },
     checkWebhookUrl,
     onDeliveriesQueued: options.onDeliveriesQueued,
+    transaction,
     tenantOf,
     now,
     append,

@@ -43,7 +43,7 @@ export function webhookOperations(
         created_at: at,
         updated_at: at,
       };
-      await store.transaction((tx) => tx.insertWebhook(tenantOf(ctx), webhook));
+      await core.transaction((tx) => tx.insertWebhook(tenantOf(ctx), webhook));
       return {
         ...publicWebhook(webhook),
         secret,
@@ -61,7 +61,7 @@ export function webhookOperations(
 
     async deleteWebhook(webhookId, ctx) {
       assertPlausibleId(webhookId, 'Webhook');
-      const deleted = await store.transaction((tx) => tx.deleteWebhook(tenantOf(ctx), webhookId));
+      const deleted = await core.transaction((tx) => tx.deleteWebhook(tenantOf(ctx), webhookId));
       if (!deleted) throw notFound(`Webhook '${webhookId}'`);
     },
 
@@ -71,7 +71,7 @@ export function webhookOperations(
       const tenantId = tenantOf(ctx);
       const at = clock();
       const secret = generateWebhookSecret(randomBytes);
-      const updated = await store.transaction(async (tx) => {
+      const updated = await core.transaction(async (tx) => {
         const webhook = await tx.getWebhook(tenantId, webhookId);
         if (!webhook) throw notFound(`Webhook '${webhookId}'`);
         const nowIso = at.toISOString();
@@ -96,7 +96,7 @@ export function webhookOperations(
     async enableWebhook(webhookId, ctx) {
       assertPlausibleId(webhookId, 'Webhook');
       const tenantId = tenantOf(ctx);
-      return store.transaction(async (tx) => {
+      return core.transaction(async (tx) => {
         const webhook = await tx.getWebhook(tenantId, webhookId);
         if (!webhook) throw notFound(`Webhook '${webhookId}'`);
         const at = now();
@@ -130,7 +130,7 @@ export function webhookOperations(
       if (!isPlausibleId(webhookId)) throw notFound(`Delivery '${deliveryId}'`);
       assertPlausibleId(deliveryId, 'Delivery');
       const tenantId = tenantOf(ctx);
-      const delivery = await store.transaction(async (tx) => {
+      const delivery = await core.transaction(async (tx) => {
         const found = await tx.getDelivery(tenantId, deliveryId);
         if (!found || found.webhook_id !== webhookId) throw notFound(`Delivery '${deliveryId}'`);
         const at = now();

@@ -5,8 +5,9 @@
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { context, type Link, propagation, SpanKind, trace } from '@opentelemetry/api';
 import type { z } from 'zod';
-import { requireScope, type Scope } from '../../../src/index.js';
+import { GEN_AI_ATTRIBUTES, inSpan, markSpanFailed, requireScope, type Scope } from '../../../src/index.js';
 import { toolError, toolSuccess } from '../toolResults.js';
 import type { SessionField } from './sessionField.js';
 import { sessionField } from './sessionField.js';
@@ -48,6 +49,37 @@ export interface GatehouseTool {
   register(server: McpServer, env: ToolEnvironment): void;
 }
 
+/** What a tool call's span needs from the SDK's request extra. */
+interface CallMeta {
+  _meta?: Record<string, unknown> | undefined;
+  requestId?: string | number | undefined;
+}
+
+/** Only string values of `_meta` are trace headers; anything else a client sends is ignored. */
+const metaGetter = {
+  get: (meta: Record<string, unknown>, key: string) => {
+    const value = meta[key];
+    return typeof value === 'string' ? value : undefined;
+  },
+  keys: (meta: Record<string, unknown>) => Object.keys(meta),
+};
+
+/**
+ * The parent of a tool call's span: the client's trace from `params._meta.traceparent` (the MCP
+ * semantic conventions' carrier), linked to the transport's span (the HTTP request on
+ * Streamable HTTP); without it, the active context (that HTTP span, or none on stdio).
+ */
+function callParent(meta: Record<string, unknown> | undefined): {
+  parent: ReturnType<typeof context.active>;
+  links: Link[];
+} {
+  const active = context.active();
+  if (typeof meta?.['traceparent'] !== 'string') return { parent: active, links: [] };
+  const parent = propagation.extract(active, meta, metaGetter);
+  const transport = trace.getSpanContext(active);
+  return { parent, links: transport ? [{ context: transport }] : [] };
+}
+
 /**
  * Turns a tool declaration into a {@link GatehouseTool}. Input schemas are built once per
  * variant (with or without a default session): servers are built per caller and pooled, and
@@ -71,16 +103,28 @@ export function defineTool<In extends z.ZodObject, Out extends z.ZodObject>(
     scope: spec.scope,
     annotations: spec.annotations,
     register(server, env) {
-      const run = (args: z.output<In>): Promise<CallToolResult> => {
-        const call = (async () => {
-          try {
-            if (env.scopes) requireScope({ scopes: env.scopes }, spec.scope);
-            const answer = await spec.handler(args, env);
-            return toolSuccess(answer.structured, answer.text);
-          } catch (error) {
-            return toolError(error, env.logger, spec.name);
-          }
-        })();
+      const run = (args: z.output<In>, request: CallMeta): Promise<CallToolResult> => {
+        const { parent, links } = callParent(request._meta);
+        const attributes = {
+          'mcp.method.name': 'tools/call',
+          [GEN_AI_ATTRIBUTES.operationName]: GEN_AI_ATTRIBUTES.executeTool,
+          [GEN_AI_ATTRIBUTES.toolName]: spec.name,
+          ...(request.requestId === undefined ? {} : { 'jsonrpc.request.id': String(request.requestId) }),
+        };
+        const call = inSpan(
+          `tools/call ${spec.name}`,
+          { kind: SpanKind.SERVER, attributes, parent, links },
+          async (span) => {
+            try {
+              if (env.scopes) requireScope({ scopes: env.scopes }, spec.scope);
+              const answer = await spec.handler(args, env);
+              return toolSuccess(answer.structured, answer.text);
+            } catch (error) {
+              markSpanFailed(span, error);
+              return toolError(error, env.logger, spec.name);
+            }
+          },
+        );
         env.onToolCall?.(call);
         return call;
       };
@@ -97,7 +141,7 @@ export function defineTool<In extends z.ZodObject, Out extends z.ZodObject>(
           annotations: spec.annotations,
         },
         // The SDK parses the arguments with this input schema before the callback runs.
-        (args) => run(args as z.output<In>),
+        (args, extra) => run(args as z.output<In>, extra),
       );
     },
   };

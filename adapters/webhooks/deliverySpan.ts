@@ -1,0 +1,51 @@
+/**
+ * The span of one webhook delivery attempt, and the `traceparent` it sends: the attempt joins
+ * the trace that queued the delivery (its outbox row's `traceparent`), so a receiver that
+ * continues the header lands in the same trace as the evaluate or write that caused the event.
+ */
+import { context, propagation, ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
+import { type ClaimedDelivery, inSpan, SPAN_ATTRIBUTES } from '../../src/index.js';
+
+/** Runs one attempt in a `gatehouse.webhook.deliver` client span. */
+export function inDeliverySpan(claimed: ClaimedDelivery, fn: () => Promise<void>): Promise<void> {
+  const { delivery, webhook, event } = claimed;
+  // Without a stored trace the attempt starts its own: it must not join whatever the dispatcher's
+  // loop happens to run in.
+  const parent = claimed.traceparent
+    ? propagation.extract(ROOT_CONTEXT, { traceparent: claimed.traceparent })
+    : ROOT_CONTEXT;
+  let host: string | undefined;
+  try {
+    host = new URL(webhook.url).hostname;
+  } catch {
+    host = undefined;
+  }
+  const attributes = {
+    // The host only: a webhook URL's path or query may hold a token.
+    ...(host === undefined ? {} : { 'server.address': host }),
+    'http.request.method': 'POST',
+    [SPAN_ATTRIBUTES.webhookId]: webhook.id,
+    [SPAN_ATTRIBUTES.deliveryId]: delivery.delivery_id,
+    [SPAN_ATTRIBUTES.eventId]: event.event_id,
+    [SPAN_ATTRIBUTES.eventType]: event.type,
+    [SPAN_ATTRIBUTES.deliveryAttempt]: delivery.attempts + 1,
+  };
+  return inSpan('gatehouse.webhook.deliver', { kind: SpanKind.CLIENT, attributes, parent }, fn);
+}
+
+/** The trace headers of the active delivery span (`traceparent`, `tracestate`); none without an SDK. */
+export function deliveryTraceHeaders(): Record<string, string> {
+  const headers: Record<string, string> = {};
+  propagation.inject(context.active(), headers);
+  return headers;
+}
+
+/** Puts an attempt's outcome on the active delivery span. */
+export function noteDeliveryOutcome(status: string, statusCode: number | null): void {
+  const span = trace.getActiveSpan();
+  if (!span?.isRecording()) return;
+  span.setAttributes({
+    [SPAN_ATTRIBUTES.deliveryStatus]: status,
+    ...(statusCode === null ? {} : { 'http.response.status_code': statusCode }),
+  });
+}
