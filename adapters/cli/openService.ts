@@ -12,7 +12,6 @@ import {
   type Store,
 } from '../../src/index.js';
 import type { ServiceConfig } from './config.js';
-import { rememberDeliveryTraceparents } from './deliveryTraceparents.js';
 
 /** Opens the configured store: PostgreSQL when a URL is given, else the SQLite file. */
 export async function openStore(
@@ -41,7 +40,7 @@ export async function openGatehouse(
 ): Promise<Gatehouse> {
   const policy = await loadPolicy(config);
   // Until the stores keep an outbox row's traceparent, this process remembers it (see the module).
-  const store = rememberDeliveryTraceparents(await openStore(config));
+  const store = await openStore(config);
   return createGatehouse({ ...extra, store, policy });
 }
 

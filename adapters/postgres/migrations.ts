@@ -138,4 +138,11 @@ CREATE TABLE api_keys (
 CREATE INDEX api_keys_by_tenant ON api_keys (tenant_id, id);
 `,
   },
+  {
+    // The trace an outbox row was queued in, so its delivery attempts join that trace from any
+    // instance and after a restart (it is not part of the hash-chained event).
+    version: 5,
+    name: 'delivery_traceparent',
+    sql: 'ALTER TABLE deliveries ADD COLUMN traceparent text COLLATE "C";',
+  },
 ];

@@ -260,8 +260,8 @@ export function listDeliveries(
 /** A new outbox row: pending, no attempt yet. */
 export function insertDelivery(tenantId: string, d: NewDelivery): Statement {
   return {
-    sql: `INSERT INTO deliveries (delivery_id, tenant_id, webhook_id, event_id, event_type, status, attempts, next_attempt_at, created_at, updated_at)
-      VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
+    sql: `INSERT INTO deliveries (delivery_id, tenant_id, webhook_id, event_id, event_type, status, attempts, next_attempt_at, created_at, updated_at, traceparent)
+      VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)`,
     args: [
       d.delivery_id,
       tenantId,
@@ -271,6 +271,7 @@ export function insertDelivery(tenantId: string, d: NewDelivery): Statement {
       d.next_attempt_at,
       d.created_at,
       d.created_at,
+      d.traceparent ?? null,
     ],
   };
 }

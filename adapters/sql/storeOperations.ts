@@ -189,6 +189,7 @@ export function createSqlOutbox(db: SqlExecutor, dialect: SqlDialect): OutboxSto
           delivery: rowToDelivery(r),
           webhook: rowToWebhook(webhook),
           event: withoutDecision(rowToEvent(event)),
+          traceparent: strOrNull(r['traceparent']),
         });
       }
       return result;

@@ -413,6 +413,32 @@ export function runStoreContract(factory: StoreFactory): void {
         ).toHaveLength(1);
       });
 
+      it("keeps an outbox row's traceparent and hands it back with the claim", async () => {
+        await gh.recordState(item());
+        const event = (await gh.readHistory({ limit: 1 })).events[0]!;
+        const w = await gh.createWebhook({ url: 'https://hooks.example.com/t', events: ['*'] });
+        const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+        const at = clock().toISOString();
+        const row = {
+          webhook_id: w.id,
+          event_id: event.event_id,
+          event_type: event.type,
+          next_attempt_at: at,
+          created_at: at,
+        };
+        await store.transaction((tx) =>
+          tx.insertDeliveries('default', [
+            { ...row, delivery_id: 'dlv_traced', traceparent },
+            { ...row, delivery_id: 'dlv_plain' },
+          ]),
+        );
+        const lease = new Date(clock().getTime() + 30_000).toISOString();
+        const claimed = await store.claimDueDeliveries({ now: at, leaseUntil: lease, limit: 10 });
+        const byId = new Map(claimed.map((c) => [c.delivery.delivery_id, c.traceparent ?? null]));
+        expect(byId.get('dlv_traced')).toBe(traceparent);
+        expect(byId.get('dlv_plain')).toBeNull();
+      });
+
       it('rotates secrets with an overlap, redelivers, deletes', async () => {
         const w = await gh.createWebhook({ url: 'https://hooks.example.com/a', events: ['state_change'] });
         const rotated = await gh.rotateWebhookSecret(w.id, { overlap_seconds: 3600 });
