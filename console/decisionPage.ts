@@ -126,7 +126,7 @@ async function deliveries(record: DecisionRecord, events: HistoryEvent[]): Promi
           d.event_type,
           badge(d.status),
           h('td', { class: 'num' }, d.attempts),
-          d.last_status_code ?? d.last_error ?? '—',
+          d.last_status_code !== null ? `HTTP ${d.last_status_code}` : (d.last_error ?? '—'),
           time(d.updated_at),
         ),
       );

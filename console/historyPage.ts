@@ -89,9 +89,9 @@ export function summarize(event: HistoryEvent): Node {
 function eventRow(event: HistoryEvent, fresh: boolean): HTMLTableRowElement {
   const tr = row(
     h('td', { class: 'num' }, event.seq),
-    h('td', { class: 'hide-narrow' }, time(event.occurred_at)),
-    event.type,
-    link(`sessions/${encodeURIComponent(event.session_id)}`, event.session_id),
+    h('td', { class: 'hide-narrow nowrap' }, time(event.occurred_at)),
+    h('td', { class: 'hide-narrow' }, event.type),
+    h('td', { class: 'nowrap' }, link(`sessions/${encodeURIComponent(event.session_id)}`, event.session_id)),
     summarize(event),
   );
   tr.dataset['seq'] = String(event.seq);
@@ -205,7 +205,7 @@ async function render(root: HTMLElement, ctx: PageContext): Promise<void> {
           {},
           h('th', { scope: 'col', class: 'num' }, 'Seq'),
           h('th', { scope: 'col', class: 'hide-narrow' }, 'Time'),
-          h('th', { scope: 'col' }, 'Type'),
+          h('th', { scope: 'col', class: 'hide-narrow' }, 'Type'),
           h('th', { scope: 'col' }, 'Session'),
           h('th', { scope: 'col' }, 'What'),
         ),

@@ -29,8 +29,13 @@ interface Conflict {
   created_at: string;
 }
 
-function conflictsTable(conflicts: Conflict[], ctx: PageContext, rerender: () => void, withSession: boolean) {
-  const status = h('div', { 'aria-live': 'polite' });
+/** The conflicts table; `status` (kept by the caller, outside what is re-rendered) gets the outcome. */
+function conflictsTable(
+  conflicts: Conflict[],
+  ctx: PageContext,
+  options: { rerender: () => void; withSession: boolean; status: HTMLElement },
+) {
+  const { rerender, withSession, status } = options;
   const rows = conflicts.map((c) => {
     const actions = h('div', { class: 'actions' });
     if (ctx.can('state:write')) {
@@ -86,16 +91,11 @@ function conflictsTable(conflicts: Conflict[], ctx: PageContext, rerender: () =>
       actions,
     );
   });
-  return h(
-    'div',
-    {},
-    status,
-    table(
-      'Open conflicts: a lower-trust write that did not replace the current value',
-      [...(withSession ? ['Session'] : []), 'Key', 'Current', 'Proposed', 'Opened', 'Resolve'],
-      rows,
-      'No open conflict.',
-    ),
+  return table(
+    'Open conflicts: a lower-trust write that did not replace the current value',
+    [...(withSession ? ['Session'] : []), 'Key', 'Current', 'Proposed', 'Opened', 'Resolve'],
+    rows,
+    'No open conflict.',
   );
 }
 
@@ -125,7 +125,8 @@ async function renderIndex(root: HTMLElement, ctx: PageContext): Promise<void> {
     { 'aria-labelledby': 'h-recent' },
     h('h2', { id: 'h-recent' }, 'Recent sessions'),
   );
-  replace(root, form, conflicts, recent);
+  const status = h('div', { 'aria-live': 'polite' });
+  replace(root, form, status, conflicts, recent);
 
   const load = async () => {
     const { conflicts: list } = await get<{ conflicts: Conflict[] }>('/v1/state/conflicts', {
@@ -134,7 +135,7 @@ async function renderIndex(root: HTMLElement, ctx: PageContext): Promise<void> {
     replace(
       conflicts,
       h('h2', { id: 'h-conflicts' }, 'Open conflicts'),
-      conflictsTable(list, ctx, () => void load(), true),
+      conflictsTable(list, ctx, { rerender: () => void load(), withSession: true, status }),
     );
   };
   await load();
@@ -183,7 +184,8 @@ async function renderSession(root: HTMLElement, ctx: PageContext): Promise<void>
   const conflictsSection = h('section', { 'aria-labelledby': 'h-conflicts' });
   const itemsSection = h('section', { 'aria-labelledby': 'h-items' });
   const versionsSection = h('section', { 'aria-labelledby': 'h-versions', 'aria-live': 'polite' });
-  replace(root, conflictsSection, itemsSection, versionsSection);
+  const status = h('div', { 'aria-live': 'polite' });
+  replace(root, status, conflictsSection, itemsSection, versionsSection);
 
   const showVersions = async (key: string) => {
     replace(
@@ -210,7 +212,7 @@ async function renderSession(root: HTMLElement, ctx: PageContext): Promise<void>
     replace(
       conflictsSection,
       h('h2', { id: 'h-conflicts' }, 'Open conflicts'),
-      conflictsTable(conflicts, ctx, () => void load(), false),
+      conflictsTable(conflicts, ctx, { rerender: () => void load(), withSession: false, status }),
     );
     replace(
       itemsSection,

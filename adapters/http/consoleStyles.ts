@@ -67,6 +67,8 @@ caption { text-align: left; padding: .5rem .75rem; color: var(--muted); font-siz
 th, td { text-align: left; padding: .45rem .75rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { font-size: .8rem; text-transform: uppercase; letter-spacing: .03em; color: var(--muted); white-space: nowrap; }
 tr:last-child td { border-bottom: none; }
+td.nowrap { white-space: nowrap; }
+.summary { overflow-wrap: anywhere; }
 tr.new td { background: var(--new); transition: background 2s; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .mono, code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .85rem; }
@@ -80,6 +82,7 @@ pre { background: var(--code-bg); padding: .75rem; border-radius: 6px; overflow-
 .dot { width: .6rem; height: .6rem; border-radius: 50%; background: var(--muted); display: inline-block; }
 .dot.live { background: var(--allow); }
 .dot.error { background: var(--block); }
+.notice, .error { margin: .5rem 0; }
 .error { color: var(--block); background: var(--block-bg); border: 1px solid var(--block); padding: .5rem .75rem; border-radius: 6px; }
 .notice { background: var(--allow-bg); color: var(--allow); border: 1px solid var(--allow); padding: .5rem .75rem; border-radius: 6px; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .35rem 1rem; margin: 0; }
