@@ -47,7 +47,8 @@ main:focus { outline: none; }
 h1 { font-size: 1.35rem; margin: .25rem 0 1rem; }
 h2 { font-size: 1.1rem; margin: 1.5rem 0 .5rem; }
 .panel { background: var(--panel); border: 1px solid var(--line); border-radius: 8px; padding: 1rem; margin-bottom: 1rem; }
-form.filters, .toolbar { display: flex; flex-wrap: wrap; align-items: flex-end; gap: .75rem; margin-bottom: .75rem; }
+.filters, .toolbar { display: flex; flex-wrap: wrap; align-items: flex-end; gap: .75rem; margin: .75rem 0; }
+#replay-result { margin-top: 1rem; display: flex; flex-direction: column; gap: .75rem; }
 label { display: flex; flex-direction: column; gap: .2rem; font-size: .85rem; color: var(--muted); font-weight: 600; }
 input, select, textarea {
   font: inherit; color: var(--text); background: var(--panel); border: 1px solid #7b8490;
@@ -73,7 +74,7 @@ tr.new td { background: var(--new); transition: background 2s; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .mono, code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .85rem; }
 pre { background: var(--code-bg); padding: .75rem; border-radius: 6px; overflow-x: auto; margin: 0; white-space: pre-wrap; word-break: break-word; }
-.badge { display: inline-block; padding: .05rem .5rem; border-radius: 999px; font-size: .8rem; font-weight: 700; border: 1px solid currentColor; white-space: nowrap; }
+.badge { color: var(--muted); display: inline-block; padding: .05rem .5rem; border-radius: 999px; font-size: .8rem; font-weight: 700; border: 1px solid currentColor; white-space: nowrap; }
 .badge.Allow, .badge.delivered, .badge.ok, .badge.approved, .badge.current, .badge.resolved, .badge.active { color: var(--allow); background: var(--allow-bg); }
 .badge.Warn, .badge.pending, .badge.conflicted, .badge.open { color: var(--warn); background: var(--warn-bg); }
 .badge.Block, .badge.failed, .badge.bad, .badge.denied, .badge.disabled, .badge.expired { color: var(--block); background: var(--block-bg); }

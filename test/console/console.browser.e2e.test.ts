@@ -28,6 +28,7 @@ if (!hasChromium)
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '../..');
 const artifacts = join(root, 'test-artifacts/console');
+const DOC_SHOTS = ['history', 'decision', 'phone-history'];
 
 describe.skipIf(!hasChromium)('the web console in Chromium', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-console-'));
@@ -70,8 +71,13 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     await expect.poll(() => page.locator('#whoami').count()).toBe(1);
   }
 
-  const shot = (page: Page, name: string) =>
-    page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
+  const shot = async (page: Page, name: string) => {
+    await page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
+    // `GATEHOUSE_CONSOLE_DOCS=1` refreshes the README's pictures (the visible part only, to stay small).
+    if (process.env['GATEHOUSE_CONSOLE_DOCS'] === '1' && DOC_SHOTS.includes(name)) {
+      await page.screenshot({ path: join(root, 'docs', `console-${name}.png`) });
+    }
+  };
 
   beforeAll(async () => {
     mkdirSync(artifacts, { recursive: true });
@@ -230,6 +236,103 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     await page.getByText('This key may not see this page.').waitFor();
     expect(await actions.count()).toBe(0);
     await context.close();
+  });
+
+  // Issues 16 and 17 build these APIs in parallel; until they land, the browser answers the routes
+  // those issues name with their documented shapes, so the two pages are driven end to end.
+  async function fakeGovernanceApi(context: BrowserContext, calls: string[]) {
+    const approval = {
+      id: 'apr_01test',
+      status: 'pending',
+      session_id: 'checkout-7',
+      action: 'payments.transfer',
+      decision_id: 'dec_01held',
+      params: { amount: 5000 },
+      requested_by: 'agent',
+      created_at: new Date().toISOString(),
+      expires_at: new Date(Date.now() + 900_000).toISOString(),
+    };
+    const json = (body: unknown) => ({
+      status: 200,
+      contentType: 'application/json',
+      body: JSON.stringify(body),
+    });
+    await context.route(/\/v1\/approvals/, async (route) => {
+      const request = route.request();
+      calls.push(`${request.method()} ${new URL(request.url()).pathname} ${request.postData() ?? ''}`);
+      if (request.method() === 'POST') return route.fulfill(json({ ...approval, status: 'approved' }));
+      if (new URL(request.url()).pathname.endsWith('/apr_01test')) return route.fulfill(json(approval));
+      return route.fulfill(json({ approvals: [approval], next_cursor: null }));
+    });
+    const revisions = [
+      { id: 'rev_b', source: 'version: 1\ndefault_verdict: Block\n', activated_at: new Date().toISOString() },
+      {
+        id: 'rev_a',
+        source: 'version: 1\ndefault_verdict: Allow\n',
+        activated_at: new Date(0).toISOString(),
+      },
+    ];
+    await context.route(/\/v1\/policy/, async (route) => {
+      const request = route.request();
+      const path = new URL(request.url()).pathname;
+      calls.push(`${request.method()} ${path}`);
+      if (path === '/v1/policy') return route.fulfill(json(revisions[0]));
+      if (path === '/v1/policy/revisions') return route.fulfill(json({ revisions }));
+      if (path.startsWith('/v1/policy/revisions/'))
+        return route.fulfill(json(revisions.find((r) => path.endsWith(r.id))));
+      return route.fulfill(
+        json({
+          total: 3,
+          changed: 1,
+          transitions: [{ from: 'Allow', to: 'Block', count: 1 }],
+          examples: [
+            {
+              decision_id: 'dec_01changed',
+              action: 'email.send',
+              old_verdict: 'Allow',
+              new_verdict: 'Block',
+            },
+          ],
+        }),
+      );
+    });
+  }
+
+  it('approvals and policy pages appear where the API answers: approve with a comment, diff, replay', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const calls: string[] = [];
+    await fakeGovernanceApi(context, calls);
+    const page = await open(context, '#/approvals');
+    await signIn(page, admin);
+    const nav = page.getByRole('navigation', { name: 'Console' });
+    await expect.poll(() => nav.getByText('Approvals').count()).toBe(1);
+    expect(await nav.getByText('Policy').count()).toBe(1);
+    await expect.poll(() => page.locator('.count').textContent()).toBe('1');
+    await page.getByLabel('Comment (optional)').fill('within budget');
+    await shot(page, 'approvals');
+    await page.getByRole('button', { name: 'Approve payments.transfer' }).click();
+    await expect
+      .poll(() => calls.some((c) => c.startsWith('POST /v1/approvals/apr_01test/approve')))
+      .toBe(true);
+    expect(calls.find((c) => c.startsWith('POST'))).toContain('"comment":"within budget"');
+
+    await nav.getByText('Policy').click();
+    await page.getByRole('button', { name: 'Show diff' }).click();
+    await expect.poll(() => page.locator('.diff .add').count()).toBe(1);
+    expect(await page.locator('.diff .del').textContent()).toContain('default_verdict: Allow');
+    await page.getByRole('button', { name: 'Run replay' }).click();
+    await page.locator('#replay-result a[href="#/decisions/dec_01changed"]').waitFor();
+    await shot(page, 'policy');
+    await context.close();
+
+    // A key that may read but not decide sees the queue and no approve button.
+    const readOnly = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    await fakeGovernanceApi(readOnly, []);
+    const viewerPage = await open(readOnly, '#/approvals');
+    await signIn(viewerPage, viewer);
+    await viewerPage.getByRole('link', { name: 'payments.transfer' }).waitFor();
+    expect(await viewerPage.getByRole('button', { name: /Approve|Deny/ }).count()).toBe(0);
+    await readOnly.close();
   });
 
   it('renders at phone width without sideways scrolling, and sign-out forgets the key', async () => {
