@@ -157,6 +157,16 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     expect(await fresh.first().textContent()).toContain('email.send');
     expect(await fresh.first().locator(`a[href="#/decisions/${decision.decision_id}"]`).count()).toBe(1);
 
+    // Keyboard: the first Tab reaches "Skip to content", which moves focus to the page itself;
+    // the next Tab stop is the navigation.
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate<string>('document.activeElement.textContent')).toBe('Skip to content');
+    await page.keyboard.press('Enter');
+    expect(await page.evaluate<string>('document.activeElement.id')).toBe('main');
+    await page.locator('.skip').focus();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate<string>('document.activeElement.textContent')).toBe('History');
+
     await page.getByRole('button', { name: 'Verify chain' }).click();
     await expect.poll(() => page.getByText(/Chain intact: \d+ events checked/).count()).toBe(1);
     await shot(page, 'history');
