@@ -44,6 +44,8 @@ export interface ServeConfig extends ServiceConfig {
    * @default origins on the allowed hosts (env GATEHOUSE_MCP_ALLOWED_ORIGINS)
    */
   mcpAllowedOrigins: string[] | undefined;
+  /** Serve the web console at `/ui/`. @default true (`--no-ui`, env GATEHOUSE_UI=0 turn it off) */
+  ui: boolean;
 }
 
 type Flags = Record<string, unknown>;
@@ -135,6 +137,7 @@ export function readServeConfig(flags: Flags): ServeConfig {
       '--mcp-allowed-hosts',
       (allowedHosts) => createHostOriginCheck({ allowedHosts }),
     ),
+    ui: flags['ui'] !== false && env['GATEHOUSE_UI'] !== '0',
     mcpAllowedOrigins: checkedList(
       flagOrEnv(flags, 'mcpAllowedOrigins', 'GATEHOUSE_MCP_ALLOWED_ORIGINS'),
       '--mcp-allowed-origins',

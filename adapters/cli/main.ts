@@ -66,6 +66,7 @@ storeOptions(program.command('serve'))
     ]),
   )
   .option('--allow-insecure-loopback-webhooks', 'DEVELOPMENT ONLY: allow http:// webhooks to loopback')
+  .option('--no-ui', 'do not serve the web console at /ui/ (env GATEHOUSE_UI=0)')
   .option(
     '--mcp-allowed-hosts <list>',
     'comma-separated Host values /mcp accepts, name or name:port (env GATEHOUSE_MCP_ALLOWED_HOSTS; default: localhost, 127.0.0.1, [::1] and a specific --host)',

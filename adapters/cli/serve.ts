@@ -95,6 +95,7 @@ export async function startService(
     rateLimit: config.rateLimit === 0 ? false : { ratePerSecond: config.rateLimit },
     ttlStore,
     metrics: createMetrics({ defaults: true }),
+    console: config.ui,
     mcp: createMcpHttpHandler({
       gatehouse,
       logger: log,
@@ -150,6 +151,7 @@ export async function startService(
       closed ??= (async () => {
         watcher?.close();
         clearTimeout(debounce);
+        app.close();
         await server.close();
         await dispatcher?.close();
         await ttlStore.disconnect().catch(() => undefined);
@@ -167,6 +169,7 @@ export function banner(service: RunningService, config: ServeConfig): string {
     `  store:  ${describeStore(config)}`,
     `  policy: ${config.policy ?? 'built-in default'} (revision ${service.gatehouse.policy.revision.slice(0, 12)})`,
     `  MCP:    ${service.url}/mcp (Streamable HTTP, same bearer key)`,
+    ...(config.ui ? [`  Console: ${service.url}/ui/ (sign in with an API key)`] : []),
     '',
   ];
   if (service.bootstrapKey) {

@@ -22,6 +22,7 @@ import {
   type RecordStateInput,
   type RecordStateResult,
   type ResolveConflictInput,
+  type Scope,
   type StateItem,
   type VerifyResult,
   type Webhook,
@@ -124,6 +125,14 @@ export interface GatehouseClient {
   listDeliveries(webhookId: string, query?: DeliveryQuery): Promise<Delivery[]>;
   /** `POST /v1/webhooks/{id}/deliveries/{delivery_id}/redeliver`. @throws {GatehouseError} `not_found` */
   redeliver(webhookId: string, deliveryId: string, options?: WriteOptions): Promise<Delivery>;
+  /** `GET /v1/me`: the calling key's ID, label, tenant, scopes and sources. */
+  getMe(): Promise<{
+    key_id: string;
+    name: string | null;
+    tenant_id: string;
+    scopes: Scope[];
+    sources: string[];
+  }>;
 }
 
 // The client's methods are exactly the table's operations: a route without a method (or a method
@@ -268,5 +277,6 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
       (await invoke('listDeliveries', { params: { id: webhookId }, query: { ...query } })).deliveries,
     redeliver: (webhookId, deliveryId, opts) =>
       invoke('redeliver', { params: { id: webhookId, delivery_id: deliveryId }, options: opts }),
+    getMe: () => invoke('getMe'),
   };
 }

@@ -7,6 +7,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import Keyv from 'keyv';
 import type { Logger } from 'pino';
 import type { Gatehouse, KeyStore, Principal } from '../../src/index.js';
+import { type ConsoleOptions, createConsoleRoutes } from './consoleRoutes.js';
+import { createHistoryFeed } from './historyFeed.js';
+import { createHistoryStreamRoute, type HistoryStreamOptions } from './historyStream.js';
 import { createIdempotency } from './idempotency.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { createNodeListener } from './nodeListener.js';
@@ -38,6 +41,13 @@ export interface HttpAppOptions {
    * @default '' (relative `/problems/<code>`, resolved against the URL the answer came from)
    */
   problemBaseUrl?: string;
+  /**
+   * Serves the web console at `/ui/` (`true`, or where its compiled modules are).
+   * @default false (`gatehouse serve` turns it on; `--no-ui` off)
+   */
+  console?: boolean | ConsoleOptions;
+  /** `GET /v1/history/stream`: poll interval, heartbeat and open-stream limit. @default 1 s, 15 s, 100 */
+  historyStream?: Pick<HistoryStreamOptions, 'pollMs' | 'heartbeatMs' | 'maxStreams'>;
 }
 
 /** The app: a web-standard handler plus what the node:http face and tests need. */
@@ -50,6 +60,8 @@ export interface HttpApp {
   readonly routes: ReadonlyArray<{ method: string; path: string }>;
   /** The node:http listener: the same pipeline without web Request or stream objects. */
   readonly nodeListener: (req: IncomingMessage, res: ServerResponse) => void;
+  /** Ends the open history streams (before the server closes, so none holds it up). Safe twice. */
+  close(): void;
 }
 
 const nodeListeners = new WeakMap<(request: Request) => unknown, HttpApp['nodeListener']>();
@@ -79,9 +91,17 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     route: route as never,
   }));
   const mcp = options.mcp;
-  const webRoutes: AnyRoute[] = mcp ? [{ kind: 'web', method: 'ALL', path: '/mcp', handle: mcp }] : [];
+  const feed = createHistoryFeed();
+  const webRoutes: AnyRoute[] = [
+    createHistoryStreamRoute({ gatehouse, feed, ...options.historyStream }),
+    ...(mcp ? [{ kind: 'web', method: 'ALL', path: '/mcp', handle: mcp } as const] : []),
+  ];
+  const consoleRoutes =
+    options.console === undefined || options.console === false
+      ? []
+      : createConsoleRoutes(options.console === true ? {} : options.console);
 
-  const pipeline: Pipeline = createPipeline(
+  const inner: Pipeline = createPipeline(
     {
       gatehouse,
       keys: options.keys ?? gatehouse.store,
@@ -92,8 +112,19 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       logger: options.logger,
       ...(options.problemBaseUrl === undefined ? {} : { problemBaseUrl: options.problemBaseUrl }),
     },
-    [...serviceRoutes, ...apiRoutes, ...webRoutes],
+    [...serviceRoutes, ...consoleRoutes, ...apiRoutes, ...webRoutes],
   );
+  // A write answered here may have appended events: the open history streams read them now
+  // instead of at their next poll.
+  const pipeline: Pipeline = {
+    routes: inner.routes,
+    isWebPath: inner.isWebPath,
+    async handle(incoming, request) {
+      const reply = await inner.handle(incoming, request);
+      if (incoming.method === 'POST' && reply.status < 300) feed.wake();
+      return reply;
+    },
+  };
 
   const fetch = async (request: Request): Promise<Response> => {
     const { path, search } = pathAndSearch(request.url);
@@ -120,6 +151,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     },
     routes: pipeline.routes,
     nodeListener: createNodeListener(pipeline, fetch),
+    close: () => feed.close(),
   };
   nodeListeners.set(fetch, app.nodeListener);
   return app;

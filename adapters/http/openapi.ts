@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode } from '../../src/index.js';
+import { HISTORY_STREAM_DOC } from './historyStream.js';
 import { PROBLEM_DESCRIPTIONS, ProblemSchema, STATUS_BY_CODE } from './problem.js';
 import type { ApiRoute } from './route.js';
 import { API_ROUTES } from './routes.js';
@@ -17,6 +18,7 @@ const TAGS = [
   { name: 'Gate', description: 'Allow / Warn / Block decisions and their outcomes.' },
   { name: 'History', description: 'The append-only, hash-chained history.' },
   { name: 'Webhooks', description: 'Signed, retried deliveries of history events.' },
+  { name: 'Keys', description: 'The calling API key.' },
   { name: 'Service', description: 'Probes, metrics, this document and the problem pages (no key).' },
 ];
 
@@ -72,7 +74,8 @@ function problems(codes: Iterable<ErrorCode>): Record<string, Json> {
 
 /** The error codes any call of `route` can meet. */
 function errorCodes(route: ApiRoute): ErrorCode[] {
-  const codes: ErrorCode[] = ['unauthorized', 'forbidden', 'rate_limited'];
+  const codes: ErrorCode[] = ['unauthorized', 'rate_limited'];
+  if (route.scope !== null) codes.push('forbidden');
   if (route.params || route.query || route.body) codes.push('invalid_request');
   if (route.body) codes.push('malformed_request', 'payload_too_large', 'unsupported_media_type');
   codes.push(...route.errors, 'internal');
@@ -143,6 +146,41 @@ function serviceOperation(operationId: string, doc: ServiceDoc, outputs: Map<z.Z
   };
 }
 
+/** `GET /v1/history/stream`: its answer is a `text/event-stream`, not one JSON value. */
+function streamOperation(): Json {
+  const doc = HISTORY_STREAM_DOC;
+  return {
+    operationId: doc.operationId,
+    tags: ['History'],
+    summary: doc.summary,
+    description: doc.description,
+    parameters: [
+      ...parameters(doc.query, 'query'),
+      {
+        name: 'Last-Event-ID',
+        in: 'header',
+        required: false,
+        description: 'Resume after this seq (sent by a reconnecting client).',
+        schema: { type: 'string', pattern: '^[0-9]{1,15}$' },
+      },
+    ],
+    responses: {
+      '200': {
+        description: 'The stream: `id: <seq>` and `data: <HistoryEvent JSON>` per event.',
+        content: { 'text/event-stream': { schema: { type: 'string' } } },
+      },
+      ...problems([
+        'unauthorized',
+        'forbidden',
+        'invalid_request',
+        'rate_limited',
+        'internal',
+        'unavailable',
+      ]),
+    },
+  };
+}
+
 const capitalized = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
 let cached: Json | undefined;
@@ -172,6 +210,7 @@ export function buildOpenApiDocument(): Json {
   for (const [operationId, route] of routes) {
     at(route.path)[route.method.toLowerCase()] = operation(operationId, route, inputs);
   }
+  at(HISTORY_STREAM_DOC.path)['get'] = streamOperation();
 
   cached = {
     openapi: '3.1.0',

@@ -58,10 +58,13 @@ export interface OperationRoute {
   route: ApiRoute;
 }
 
-/** A route that needs a web `Request` after auth (`/mcp`); the node face hands it to the web face. */
+/**
+ * A route that needs a web `Request` after auth (`/mcp`) or answers a stream
+ * (`/v1/history/stream`); the node face hands it to the web face.
+ */
 export interface WebRoute {
   kind: 'web';
-  method: 'ALL';
+  method: 'ALL' | 'GET';
   path: string;
   handle(request: Request, principal: Principal): Promise<Response>;
 }
@@ -236,7 +239,7 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
     rawParams: Record<string, string>,
   ): Promise<Reply> {
     const principal = await authenticate(incoming);
-    requireScope(principal, route.scope);
+    if (route.scope !== null) requireScope(principal, route.scope);
     const params = route.params ? parseInput(route.params, rawParams, 'path') : rawParams;
     const query = route.query ? parseInput(route.query, queryObject(incoming.search), 'query') : {};
     let body: unknown;
@@ -250,6 +253,7 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
           query,
           body,
           context,
+          principal,
           gatehouse,
           observeDecision,
         });

@@ -4,7 +4,7 @@
  * so that `gatehouse/client` can import the table without pulling the server in.
  */
 import type { z } from 'zod';
-import type { CallContext, ErrorCode, Gatehouse, Scope } from '../../src/index.js';
+import type { CallContext, ErrorCode, Gatehouse, Principal, Scope } from '../../src/index.js';
 
 /** The methods `/v1` routes use. */
 export type HttpMethod = 'GET' | 'POST' | 'DELETE';
@@ -23,6 +23,8 @@ export interface RouteCall<P, Q> {
   body: unknown;
   /** The caller's tenant and the sources it may write. */
   context: CallContext;
+  /** The authenticated key (`GET /v1/me` describes it). */
+  principal: Principal;
   gatehouse: Gatehouse;
   /** Counts a decision in the metrics (the evaluate route). */
   observeDecision(verdict: string): void;
@@ -41,8 +43,9 @@ export interface ApiRoute<
   summary: string;
   description?: string;
   /** The document's tag (an area of the API). */
-  tag: 'State' | 'Gate' | 'History' | 'Webhooks';
-  scope: Scope;
+  tag: 'State' | 'Gate' | 'History' | 'Webhooks' | 'Keys';
+  /** The scope a key needs; `null` lets any valid key call it (`GET /v1/me`). */
+  scope: Scope | null;
   /** Path parameters, by name; strings as sent, after percent-decoding. */
   params?: P;
   /** Query parameters (a strict object: unknown ones are `invalid_request`). */

@@ -20,6 +20,7 @@ import {
   RecordStateResultSchema,
   ResolveConflictInputSchema,
   RotateSecretInputSchema,
+  ScopeSchema,
   StateItemSchema,
   VerifyResultSchema,
   WebhookSchema,
@@ -59,6 +60,15 @@ const VersionList = z.object({ versions: z.array(StateItemSchema) });
 const ConflictList = z.object({ conflicts: z.array(ConflictSchema) });
 const WebhookList = z.object({ webhooks: z.array(WebhookSchema) });
 const DeliveryList = z.object({ deliveries: z.array(DeliverySchema) });
+
+/** `GET /v1/me`: the calling key, so a client (the console) shows only what the key may use. */
+const MeSchema = z.object({
+  key_id: z.string(),
+  name: z.string().nullable(),
+  tenant_id: z.string(),
+  scopes: z.array(ScopeSchema),
+  sources: z.array(z.string()),
+});
 
 /** The `/v1` operations, by operationId. */
 export const API_ROUTES = {
@@ -361,6 +371,25 @@ export const API_ROUTES = {
     response: { schema: DeliverySchema, name: 'Delivery', statuses: { 202: 'The delivery, queued.' } },
     errors: ['not_found'],
     handle: ({ gatehouse, params, context }) => gatehouse.redeliver(params.id, params.delivery_id, context),
+  }),
+
+  // ---- keys -------------------------------------------------------------------------------------
+  getMe: defineRoute({
+    method: 'GET',
+    path: '/v1/me',
+    tag: 'Keys',
+    summary: 'Describe the calling API key',
+    description: 'Its ID, label, tenant, scopes and the sources it may write; any valid key may ask.',
+    scope: null,
+    response: { schema: MeSchema, name: 'Me', statuses: { 200: 'The calling key (never its secret).' } },
+    errors: [],
+    handle: async ({ principal }) => ({
+      key_id: principal.keyId,
+      name: principal.name ?? null,
+      tenant_id: principal.tenantId,
+      scopes: [...principal.scopes],
+      sources: [...principal.sources],
+    }),
   }),
 };
 

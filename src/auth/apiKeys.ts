@@ -19,6 +19,8 @@ export const DEFAULT_KEY_SOURCES = ['user_input', 'tool_output', 'retrieval', 'a
 export interface Principal {
   tenantId: string;
   keyId: string;
+  /** The key's label (`gatehouse keys create --name`), for `GET /v1/me`. */
+  name?: string;
   scopes: readonly Scope[];
   /** Sources this caller may write. */
   sources: readonly string[];
@@ -100,7 +102,7 @@ export async function authenticateApiKey(store: KeyStore, token: string): Promis
   const key = await store.findApiKeyByHash(hash);
   if (!key || key.revoked_at !== null) throw unauthorized;
   if (!timingSafeEqual(Buffer.from(key.hash, 'hex'), Buffer.from(hash, 'hex'))) throw unauthorized;
-  return { tenantId: key.tenant_id, keyId: key.id, scopes: key.scopes, sources: key.sources };
+  return { tenantId: key.tenant_id, keyId: key.id, name: key.name, scopes: key.scopes, sources: key.sources };
 }
 
 /** True when the principal holds `scope` (or `admin`). */

@@ -97,6 +97,11 @@ describe.each(cases)('%s', (_name, route) => {
   });
 
   it('a key without the scope: 403, the same for an existing and a made-up object', async () => {
+    if (route.scope === null) {
+      // Any valid key may call it: none is refused.
+      for (const scope of SCOPES) expect((await send(route, world.keys.scoped[scope])).status).toBe(200);
+      return;
+    }
     for (const scope of SCOPES.filter((s) => s !== route.scope)) {
       const key = world.keys.scoped[scope];
       const existing = await send(route, key);
@@ -136,7 +141,7 @@ describe.each(cases)('%s', (_name, route) => {
   });
 
   it('the right scope is not refused', async () => {
-    const r = await send(route, world.keys.scoped[route.scope]);
+    const r = await send(route, world.keys.scoped[route.scope ?? 'history:read']);
     expect([401, 403]).not.toContain(r.status);
     expect(r.status).toBeLessThan(500);
   });

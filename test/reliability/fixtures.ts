@@ -34,7 +34,8 @@ export interface Route {
   method: 'GET' | 'POST' | 'DELETE';
   /** Hono's pattern, as `app.routes` lists it. */
   pattern: string;
-  scope: Scope;
+  /** `null`: any valid key (`GET /v1/me`). */
+  scope: Scope | null;
   params: readonly PathParam[];
   /** Required query (the route answers 422 without it). */
   query?: Record<string, string>;
@@ -99,6 +100,7 @@ export const ROUTES: readonly Route[] = [
   },
   { method: 'GET', pattern: '/v1/history/events', scope: 'history:read', params: [] },
   { method: 'GET', pattern: '/v1/history/verify', scope: 'history:read', params: [] },
+  { method: 'GET', pattern: '/v1/me', scope: null, params: [] },
   {
     method: 'POST',
     pattern: '/v1/webhooks',

@@ -1,0 +1,187 @@
+/**
+ * `GET /v1/history/stream`: new history events as server-sent events, as they are written.
+ * Each event is `id: <seq>` and `data: <the event as JSON>`; a client resumes with
+ * `Last-Event-ID` (or `?after_seq=`). The stream reads the store through the core's
+ * `readHistory` (one indexed range scan after the last seq), again whenever a write on this
+ * instance rings the {@link HistoryFeed} or the poll interval passes; a comment line every
+ * heartbeat keeps proxies from closing it; it ends when the client goes away or the app closes.
+ * A route of its own kind because its answer is a stream, not one JSON value.
+ */
+import { z } from 'zod';
+import {
+  EventTypeSchema,
+  encodeCursor,
+  type Gatehouse,
+  GatehouseError,
+  type HistoryEvent,
+  type Principal,
+  parseInput,
+  requireScope,
+  SessionIdSchema,
+  VerdictSchema,
+} from '../../src/index.js';
+import type { HistoryFeed } from './historyFeed.js';
+import type { WebRoute } from './pipeline.js';
+
+/** The stream's query: the filters of `GET /v1/history/events`, plus a verdict and a start. */
+export const HistoryStreamQuerySchema = z.strictObject({
+  session_id: SessionIdSchema.optional().describe('Only this session.'),
+  type: EventTypeSchema.optional().describe('Only this event type.'),
+  verdict: VerdictSchema.optional().describe('Only `gate_evaluation` events with this verdict.'),
+  after_seq: z.coerce
+    .number()
+    .int('after_seq must be an integer')
+    .min(0, 'after_seq must be at least 0')
+    .optional()
+    .describe('Start after this seq (the `Last-Event-ID` header wins). Default: only events from now on.'),
+});
+
+/** How the OpenAPI document describes the stream. */
+export const HISTORY_STREAM_DOC = {
+  operationId: 'streamHistory',
+  path: '/v1/history/stream',
+  summary: 'Follow new history events (server-sent events)',
+  description:
+    'A `text/event-stream`: one message per new event, `id` = its `seq`, `data` = the event as JSON. Resume with the `Last-Event-ID` header (or `after_seq`). A comment line is sent every heartbeat; the stream ends when the client disconnects.',
+  scope: 'history:read',
+  query: HistoryStreamQuerySchema,
+} as const;
+
+/** Options for {@link createHistoryStreamRoute}. */
+export interface HistoryStreamOptions {
+  gatehouse: Gatehouse;
+  feed: HistoryFeed;
+  /** How often a stream reads the store when nothing rang. @default 1000 */
+  pollMs?: number;
+  /** How long a stream stays silent before a comment line. @default 15000 */
+  heartbeatMs?: number;
+  /** Open streams per app; more are `unavailable` (503). @default 100 */
+  maxStreams?: number;
+}
+
+const PAGE = 100;
+const encoder = new TextEncoder();
+
+function lastEventId(request: Request): number | undefined {
+  const header = request.headers.get('last-event-id');
+  if (header === null || header.trim() === '') return undefined;
+  if (!/^\d{1,15}$/.test(header.trim())) {
+    throw new GatehouseError('invalid_request', 'Last-Event-ID must be the seq of an event (an integer).', {
+      errors: [{ path: 'Last-Event-ID', message: 'must be a non-negative integer' }],
+    });
+  }
+  return Number(header.trim());
+}
+
+function message(event: HistoryEvent): string {
+  return `id: ${event.seq}\ndata: ${JSON.stringify(event)}\n\n`;
+}
+
+/** The stream route, served by the pipeline after bearer auth like `/mcp`. */
+export function createHistoryStreamRoute(options: HistoryStreamOptions): WebRoute {
+  const { gatehouse, feed } = options;
+  const pollMs = options.pollMs ?? 1000;
+  const heartbeatMs = options.heartbeatMs ?? 15_000;
+  const maxStreams = options.maxStreams ?? 100;
+  let open = 0;
+
+  async function handle(request: Request, principal: Principal): Promise<Response> {
+    requireScope(principal, HISTORY_STREAM_DOC.scope);
+    const search = Object.fromEntries(new URL(request.url).searchParams);
+    const query = parseInput(HistoryStreamQuerySchema, search, 'query');
+    if (open >= maxStreams) {
+      throw new GatehouseError('unavailable', 'Too many open history streams; retry later.', {
+        retryAfter: 5,
+      });
+    }
+    const ctx = { tenantId: principal.tenantId };
+    const filters = {
+      ...(query.session_id === undefined ? {} : { session_id: query.session_id }),
+      ...(query.type === undefined ? {} : { type: query.type }),
+    };
+    let last = lastEventId(request) ?? query.after_seq;
+    if (last === undefined) {
+      const head = await gatehouse.readHistory({ ...filters, limit: 1, order: 'desc' }, ctx);
+      last = head.events[0]?.seq ?? 0;
+    }
+
+    const stop = new AbortController();
+    const onAbort = () => stop.abort();
+    request.signal.addEventListener('abort', onAbort, { once: true });
+    let lastWrite = Date.now();
+    let first = true;
+    open += 1;
+    let counted = true;
+    const release = () => {
+      if (counted) open -= 1;
+      counted = false;
+      request.signal.removeEventListener('abort', onAbort);
+    };
+
+    /** The next chunk to send, or undefined when the stream is over. */
+    async function next(): Promise<string | undefined> {
+      if (first) {
+        first = false;
+        return `retry: 2000\n: following after seq ${last}\n\n`;
+      }
+      for (;;) {
+        if (stop.signal.aborted || feed.closed) return undefined;
+        const page = await gatehouse.readHistory(
+          {
+            ...filters,
+            order: 'asc',
+            limit: PAGE,
+            ...(last! > 0 ? { cursor: encodeCursor({ seq: last!, order: 'asc' }) } : {}),
+          },
+          ctx,
+        );
+        let out = '';
+        for (const event of page.events) {
+          last = event.seq;
+          if (query.verdict !== undefined && event.data['verdict'] !== query.verdict) continue;
+          out += message(event);
+        }
+        if (out !== '') {
+          lastWrite = Date.now();
+          return out;
+        }
+        if (page.next_cursor !== null) continue;
+        if (Date.now() - lastWrite >= heartbeatMs) {
+          lastWrite = Date.now();
+          return ': heartbeat\n\n';
+        }
+        await feed.wait(Math.min(pollMs, heartbeatMs - (Date.now() - lastWrite)), stop.signal);
+      }
+    }
+
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        try {
+          const chunk = await next();
+          if (chunk === undefined) {
+            release();
+            controller.close();
+          } else controller.enqueue(encoder.encode(chunk));
+        } catch {
+          // The store failed mid-stream: end it; the client resumes from its last id.
+          release();
+          controller.close();
+        }
+      },
+      cancel() {
+        stop.abort();
+        release();
+      },
+    });
+    return new Response(body, {
+      status: 200,
+      headers: {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-store',
+        'x-accel-buffering': 'no',
+      },
+    });
+  }
+
+  return { kind: 'web', method: 'GET', path: HISTORY_STREAM_DOC.path, handle };
+}

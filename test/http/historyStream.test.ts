@@ -1,0 +1,302 @@
+/**
+ * `GET /v1/history/stream` through both faces (the web handler and a real node:http server on
+ * loopback), `GET /v1/me`, and the console's routes and security headers.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readServeConfig } from '../../adapters/cli/config.js';
+import {
+  createHttpApp,
+  type HttpApp,
+  type RunningServer,
+  startHttpServer,
+} from '../../adapters/http/index.js';
+import { openSqliteStore } from '../../adapters/sqlite/index.js';
+import {
+  createApiKey,
+  createGatehouse,
+  createIdGenerator,
+  type Gatehouse,
+  type Scope,
+  type Store,
+  systemRandomBytes,
+} from '../../src/index.js';
+
+let store: Store;
+let gh: Gatehouse;
+let app: HttpApp;
+let admin: string;
+
+async function key(scopes: Scope[], name = 'key') {
+  const { secret } = await createApiKey(
+    store,
+    { ids: createIdGenerator(), randomBytes: systemRandomBytes, now: new Date() },
+    { scopes, name },
+  );
+  return secret;
+}
+
+function build(options: Parameters<typeof createHttpApp>[0]['historyStream'] = {}) {
+  // A long poll interval: an event that shows up at once was woken by the write, not polled.
+  app = createHttpApp({ gatehouse: gh, rateLimit: false, historyStream: { pollMs: 60_000, ...options } });
+}
+
+beforeEach(async () => {
+  store = openSqliteStore();
+  gh = createGatehouse({ store });
+  admin = await key(['admin'], 'ops');
+  build();
+});
+
+afterEach(async () => {
+  app.close();
+  await store.close();
+});
+
+const auth = (k = admin, extra: Record<string, string> = {}) => ({ authorization: `Bearer ${k}`, ...extra });
+
+const write = (session: string, value: string) =>
+  app.request('/v1/state/items', {
+    method: 'POST',
+    headers: auth(admin, { 'content-type': 'application/json' }),
+    body: JSON.stringify({
+      session_id: session,
+      key: 'budget.limit',
+      value,
+      type: 'fact',
+      source: 'user_input',
+    }),
+  });
+
+/** Reads SSE messages from a body until `count` data messages (or a comment matching `until`). */
+function sseReader(body: ReadableStream<Uint8Array>) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  const comments: string[] = [];
+  return {
+    comments,
+    async next(count: number, until?: RegExp): Promise<Array<{ id: string; data: any }>> {
+      const out: Array<{ id: string; data: any }> = [];
+      for (;;) {
+        let end = buffer.indexOf('\n\n');
+        while (end >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          end = buffer.indexOf('\n\n');
+          const id = /^id: (.*)$/m.exec(block)?.[1];
+          const data = /^data: (.*)$/m.exec(block)?.[1];
+          for (const line of block.split('\n')) if (line.startsWith(':')) comments.push(line);
+          if (data !== undefined) out.push({ id: id!, data: JSON.parse(data) });
+          if (out.length >= count) return out;
+          if (until && comments.some((c) => until.test(c))) return out;
+        }
+        const { done, value } = await reader.read();
+        if (done) return out;
+        buffer += value;
+      }
+    },
+    cancel: () => reader.cancel(),
+  };
+}
+
+describe('GET /v1/history/stream (web face)', () => {
+  it('sends events written after it opened, woken by the write', async () => {
+    await write('s0', '1');
+    const res = await app.request('/v1/history/stream', { headers: auth() });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    const sse = sseReader(res.body!);
+    await write('s1', '100');
+    const [message] = await sse.next(1);
+    expect(message!.id).toBe('2');
+    expect(message!.data).toMatchObject({ seq: 2, type: 'state_change', session_id: 's1' });
+    await sse.cancel();
+  });
+
+  it('resumes after Last-Event-ID, and after_seq does the same', async () => {
+    for (const v of ['1', '2', '3']) await write('s1', v);
+    const res = await app.request('/v1/history/stream', { headers: auth(admin, { 'last-event-id': '1' }) });
+    const sse = sseReader(res.body!);
+    expect((await sse.next(2)).map((m) => m.data.seq)).toEqual([2, 3]);
+    await sse.cancel();
+    const again = sseReader((await app.request('/v1/history/stream?after_seq=2', { headers: auth() })).body!);
+    expect((await again.next(1)).map((m) => m.data.seq)).toEqual([3]);
+    await again.cancel();
+  });
+
+  it('filters by session, type and verdict', async () => {
+    const res = await app.request('/v1/history/stream?session_id=s2&verdict=Allow&after_seq=0', {
+      headers: auth(),
+    });
+    const sse = sseReader(res.body!);
+    await write('s2', '5');
+    const evaluate = (session: string) =>
+      app.request('/v1/gates/evaluate', {
+        method: 'POST',
+        headers: auth(admin, { 'content-type': 'application/json' }),
+        body: JSON.stringify({ session_id: session, action: 'email.send' }),
+      });
+    await evaluate('other');
+    await evaluate('s2');
+    const [message] = await sse.next(1);
+    expect(message!.data).toMatchObject({
+      type: 'gate_evaluation',
+      session_id: 's2',
+      data: { verdict: 'Allow' },
+    });
+    await sse.cancel();
+    const typed = sseReader(
+      (await app.request('/v1/history/stream?type=state_change&after_seq=0', { headers: auth() })).body!,
+    );
+    expect((await typed.next(1))[0]!.data).toMatchObject({ type: 'state_change', session_id: 's2' });
+    await typed.cancel();
+  });
+
+  it('sends a heartbeat comment while nothing happens', async () => {
+    build({ heartbeatMs: 30 });
+    const sse = sseReader((await app.request('/v1/history/stream', { headers: auth() })).body!);
+    expect(await sse.next(1, /heartbeat/)).toEqual([]);
+    expect(sse.comments).toContain(': heartbeat');
+    await sse.cancel();
+  });
+
+  it('is bounded: past the limit 503, and a cancelled stream frees its place', async () => {
+    build({ maxStreams: 1 });
+    const first = await app.request('/v1/history/stream', { headers: auth() });
+    const sse = sseReader(first.body!);
+    await sse.next(0);
+    const refused = await app.request('/v1/history/stream', { headers: auth() });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('5');
+    await sse.cancel();
+    const second = await app.request('/v1/history/stream', { headers: auth() });
+    expect(second.status).toBe(200);
+    await second.body!.cancel();
+  });
+
+  it('ends open streams when the app closes', async () => {
+    const sse = sseReader((await app.request('/v1/history/stream', { headers: auth() })).body!);
+    await sse.next(0);
+    app.close();
+    expect(await sse.next(1)).toEqual([]);
+  });
+
+  it('refuses a bad Last-Event-ID, a missing key and a key without history:read', async () => {
+    const bad = await app.request('/v1/history/stream', { headers: auth(admin, { 'last-event-id': 'x' }) });
+    expect(bad.status).toBe(422);
+    expect(((await bad.json()) as any).code).toBe('invalid_request');
+    expect((await app.request('/v1/history/stream')).status).toBe(401);
+    const writer = await key(['state:write']);
+    expect((await app.request('/v1/history/stream', { headers: auth(writer) })).status).toBe(403);
+    const unknown = await app.request('/v1/history/stream?verdict=Maybe', { headers: auth() });
+    expect(unknown.status).toBe(422);
+  });
+});
+
+describe('GET /v1/history/stream (node:http face)', () => {
+  let server: RunningServer;
+  afterEach(async () => {
+    app.close();
+    await server?.close(100);
+  });
+
+  it('streams over a real socket and frees the stream when the client goes away', async () => {
+    build({ maxStreams: 1 });
+    server = await startHttpServer(app, { port: 0 });
+    const abort = new AbortController();
+    const res = await fetch(`${server.url}/v1/history/stream`, { headers: auth(), signal: abort.signal });
+    expect(res.status).toBe(200);
+    const sse = sseReader(res.body!);
+    await sse.next(0);
+    await fetch(`${server.url}/v1/state/items`, {
+      method: 'POST',
+      headers: auth(admin, { 'content-type': 'application/json' }),
+      body: JSON.stringify({
+        session_id: 'n1',
+        key: 'budget.limit',
+        value: '7',
+        type: 'fact',
+        source: 'user_input',
+      }),
+    });
+    expect((await sse.next(1))[0]!.data).toMatchObject({ session_id: 'n1', seq: 1 });
+    abort.abort();
+    // The server notices the closed socket and gives the place back.
+    let status = 0;
+    for (let i = 0; i < 100 && status !== 200; i++) {
+      const again = await fetch(`${server.url}/v1/history/stream`, { headers: auth() });
+      status = again.status;
+      await again.body?.cancel();
+      if (status !== 200) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(status).toBe(200);
+  });
+});
+
+describe('GET /v1/me', () => {
+  it('describes the calling key, for any valid key', async () => {
+    const evaluator = await key(['gate:evaluate'], 'agent');
+    const res = await app.request('/v1/me', { headers: auth(evaluator) });
+    expect(res.status).toBe(200);
+    const me = (await res.json()) as any;
+    expect(me).toMatchObject({ name: 'agent', tenant_id: 'default', scopes: ['gate:evaluate'] });
+    expect(me.key_id).toMatch(/^key_/);
+    expect(JSON.stringify(me)).not.toContain(evaluator);
+    expect((await app.request('/v1/me')).status).toBe(401);
+  });
+});
+
+describe('the console routes', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'gatehouse-ui-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('are off unless asked for', async () => {
+    expect((await app.request('/ui/')).status).toBe(404);
+  });
+
+  it('serve the shell, the stylesheet and the modules with a strict CSP', async () => {
+    const assets = join(dir, 'console');
+    mkdirSync(assets);
+    writeFileSync(join(assets, 'main.js'), 'export {};\n');
+    app = createHttpApp({ gatehouse: gh, rateLimit: false, console: { assetsDir: assets } });
+    const redirect = await app.request('/ui');
+    expect(redirect.status).toBe(308);
+    expect(redirect.headers.get('location')).toBe('ui/');
+    const shell = await app.request('/ui/');
+    expect(shell.status).toBe(200);
+    const csp = shell.headers.get('content-security-policy')!;
+    expect(csp).toContain("default-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(shell.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(shell.headers.get('referrer-policy')).toBe('no-referrer');
+    const html = await shell.text();
+    expect(html).toContain('<script type="module" src="assets/main.js"></script>');
+    expect(html).not.toMatch(/<script>|<style>|https?:\/\//);
+    const js = await app.request('/ui/assets/main.js');
+    expect(js.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect(await js.text()).toBe('export {};\n');
+    const css = await app.request('/ui/assets/console.css');
+    expect(css.headers.get('content-type')).toBe('text/css; charset=utf-8');
+    expect(await css.text()).not.toMatch(/@import|url\(/);
+    expect((await app.request('/ui/assets/nope.js')).status).toBe(404);
+    expect((await app.request('/ui/assets/..%2Fmain.js')).status).toBe(404);
+  });
+
+  it('answer 503 with what to do when the console is not built', async () => {
+    app = createHttpApp({ gatehouse: gh, rateLimit: false, console: { assetsDir: join(dir, 'missing') } });
+    const res = await app.request('/ui/');
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as any).detail).toContain('npm run build');
+  });
+
+  it('`serve --no-ui` (or GATEHOUSE_UI=0) turns the console off', () => {
+    expect(readServeConfig({}).ui).toBe(true);
+    expect(readServeConfig({ ui: false }).ui).toBe(false);
+  });
+});
