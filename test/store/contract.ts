@@ -492,7 +492,7 @@ export function runStoreContract(factory: StoreFactory): void {
           scopes: ['gate:evaluate' as const],
           sources: ['tool_output'],
           created_at: clock().toISOString(),
-          revoked_at: null,
+          revoked_at: null, labels: [],
         };
         await store.insertApiKey(key);
         expect(await store.findApiKeyByHash(key.hash)).toEqual(key);
@@ -513,7 +513,7 @@ export function runStoreContract(factory: StoreFactory): void {
           scopes: ['admin' as const],
           sources: ['user_input'],
           created_at: clock().toISOString(),
-          revoked_at: null,
+          revoked_at: null, labels: [],
         });
         const results = await Promise.all([1, 2, 3, 4].map((i) => store.insertFirstApiKey(make(i))));
         expect(results.filter(Boolean)).toHaveLength(1);
