@@ -5,6 +5,7 @@
  */
 
 import type { Gatehouse, GatehouseOptions } from './gatehouseTypes.js';
+import { approvalOperations } from './operations/approvalOperations.js';
 import { decisionOperations } from './operations/decisionOperations.js';
 import { historyOperations } from './operations/historyOperations.js';
 import { createOperationContext, type OperationContext } from './operations/operationContext.js';
@@ -32,5 +33,6 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     ...decisionOperations(shared),
     ...historyOperations(shared),
     ...webhookOperations(shared),
+    ...approvalOperations(shared),
   };
 }

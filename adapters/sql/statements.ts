@@ -343,7 +343,11 @@ export function insertApproval(tenantId: string, a: Approval): Statement {
 }
 
 /** A status change, applied only while the status is one of `change.from` (it reports 0 otherwise). */
-export function transitionApproval(tenantId: string, approvalId: string, change: ApprovalTransition): Statement {
+export function transitionApproval(
+  tenantId: string,
+  approvalId: string,
+  change: ApprovalTransition,
+): Statement {
   return {
     sql: `UPDATE approvals SET status = ?, updated_at = ?, decided_by = COALESCE(?, decided_by),
         decided_at = COALESCE(?, decided_at), comment = COALESCE(?, comment)

@@ -151,7 +151,10 @@ function evaluateWithPlan(program: PolicyProgram, plan: ActionPlan, input: GateI
  * `approval:`. Several such rules combine strictly: each rule's approvers must be satisfied, the
  * shortest expiry and the fewest uses apply, and self-approval only when every rule allows it.
  */
-function holdOf(reasons: readonly GateReason[], holding: ReadonlyMap<GateReason, RuleApproval>): ApprovalHold | undefined {
+function holdOf(
+  reasons: readonly GateReason[],
+  holding: ReadonlyMap<GateReason, RuleApproval>,
+): ApprovalHold | undefined {
   const approvals: RuleApproval[] = [];
   const rules = new Set<string>();
   for (const reason of reasons) {
