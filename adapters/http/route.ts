@@ -41,8 +41,9 @@ export interface ApiRoute<
   summary: string;
   description?: string;
   /** The document's tag (an area of the API). */
-  tag: 'State' | 'Gate' | 'History' | 'Webhooks';
-  scope: Scope;
+  tag: 'State' | 'Gate' | 'History' | 'Webhooks' | 'Approvals';
+  /** The scope a key needs; for a list, any one of them. */
+  scope: Scope | readonly [Scope, ...Scope[]];
   /** Path parameters, by name; strings as sent, after percent-decoding. */
   params?: P;
   /** Query parameters (a strict object: unknown ones are `invalid_request`). */

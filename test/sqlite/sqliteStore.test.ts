@@ -38,7 +38,9 @@ describe('SQLite store specifics', () => {
     expect((await gh2.verifyHistory()).ok).toBe(true);
     await b.close();
     const db = openSqliteDatabase(filename, { readOnly: true });
-    expect({ ...db.prepare('SELECT count(*) AS n FROM schema_migrations').get() }).toEqual({ n: SQLITE_MIGRATIONS.length });
+    expect({ ...db.prepare('SELECT count(*) AS n FROM schema_migrations').get() }).toEqual({
+      n: SQLITE_MIGRATIONS.length,
+    });
     expect(db.prepare('PRAGMA journal_mode').get()?.['journal_mode']).toBe('wal');
     db.close();
   });
