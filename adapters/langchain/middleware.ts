@@ -4,6 +4,7 @@
  */
 import { ToolMessage } from '@langchain/core/messages';
 import type { ToolCall } from '@langchain/core/messages/tool';
+import { interrupt } from '@langchain/langgraph';
 import { type AgentMiddleware, createMiddleware } from 'langchain';
 import type { Decision } from '../../src/index.js';
 import { type GateOptions, gateToolCall, recordToolError, recordToolResult } from './toolCallGate.js';
@@ -19,6 +20,8 @@ export interface BlockedToolContent {
   reason: string;
   decision_id: string;
   reasons: Array<{ rule: string; message: string; keys: string[] }>;
+  /** When a person must (or did) decide: the approval to wait for, or the denial. */
+  approval?: { id: string; status: string; expires_at: string };
 }
 
 /**
@@ -32,6 +35,15 @@ export function blockedToolMessage(decision: Decision, toolCall: Pick<ToolCall, 
     reason: decision.reason,
     decision_id: decision.decision_id,
     reasons: decision.reasons.map(({ rule, message, keys }) => ({ rule, message, keys })),
+    ...(decision.approval === undefined
+      ? {}
+      : {
+          approval: {
+            id: decision.approval.id,
+            status: decision.approval.status,
+            expires_at: decision.approval.expires_at,
+          },
+        }),
   };
   return new ToolMessage({
     status: 'error',
@@ -45,7 +57,8 @@ export function blockedToolMessage(decision: Decision, toolCall: Pick<ToolCall, 
  * A `createAgent` middleware that gates every tool call: evaluates `toolCall.name` with
  * `toolCall.args` as `params`. Allow runs the tool; Warn calls `onWarn`, then runs it; Block
  * returns {@link blockedToolMessage} without running it. The result is recorded as an
- * `action_outcome` (an error ToolMessage or a thrown error is `failed`).
+ * `action_outcome` (an error ToolMessage or a thrown error is `failed`). A call held for approval
+ * follows `onApproval` (`block` by default; `interrupt` pauses the graph, see {@link GateOptions}).
  *
  * The session is `sessionId`, else `configurable.thread_id`, else `configurable.session_id`;
  * with none, and when the backend cannot be reached, the call fails and `agent.invoke`
@@ -59,12 +72,16 @@ export function gatehouseMiddleware(options: GatehouseMiddlewareOptions): AgentM
     name: 'gatehouse',
     wrapToolCall: async (request, handler) => {
       const { toolCall } = request;
-      const decision = await gateToolCall(options, {
-        action: toolCall.name,
-        params: toolCall.args ?? {},
-        toolCallId: toolCall.id,
-        run: { configurable: request.runtime.configurable },
-      });
+      const decision = await gateToolCall(
+        options,
+        {
+          action: toolCall.name,
+          params: toolCall.args ?? {},
+          toolCallId: toolCall.id,
+          run: { configurable: request.runtime.configurable },
+        },
+        interrupt,
+      );
       if (decision.verdict === 'Block') return blockedToolMessage(decision, toolCall);
 
       let result: Awaited<ReturnType<typeof handler>>;
