@@ -5,6 +5,7 @@
  */
 
 import type { Gatehouse, GatehouseOptions } from './gatehouseTypes.js';
+import { approvalOperations } from './operations/approvalOperations.js';
 import { decisionOperations } from './operations/decisionOperations.js';
 import { historyOperations } from './operations/historyOperations.js';
 import { createOperationContext, type OperationContext } from './operations/operationContext.js';
@@ -41,5 +42,6 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
       recordState: state.recordState,
       readHistory: history.readHistory,
     }),
+    ...approvalOperations(shared),
   };
 }

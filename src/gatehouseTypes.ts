@@ -8,8 +8,13 @@
 import type { CompiledPolicy } from './gate/index.js';
 import type { Clock, IdGenerator, RandomBytes } from './runtime.js';
 import type {
+  Approval,
+  ApprovalPage,
+  ApprovalQuery,
+  ApprovalWait,
   Conflict,
   CreateWebhookInput,
+  DecideApprovalInput,
   Decision,
   Delivery,
   EvaluateInput,
@@ -20,6 +25,7 @@ import type {
   RecordStateInput,
   RecordStateResult,
   ResolveConflictInput,
+  Scope,
   StateItem,
   VerifyResult,
   Webhook,
@@ -37,6 +43,22 @@ export interface CallContext {
    * @default every source of the policy (in-process callers are the owner)
    */
   allowedSources?: readonly string[];
+  /**
+   * The API key making the call (faces set it from the bearer key): recorded as who asked for an
+   * approval and who decided it, and compared to refuse self-approval.
+   * @default none: an in-process call
+   */
+  keyId?: string;
+  /**
+   * The key's scopes, matched against a policy's `approval.approvers`.
+   * @default every scope (an in-process call)
+   */
+  scopes?: readonly Scope[];
+  /**
+   * The key's labels (`finance`), matched against a policy's `approval.approvers`.
+   * @default []
+   */
+  labels?: readonly string[];
 }
 
 /**
@@ -123,6 +145,27 @@ export interface Gatehouse {
    * @throws {GatehouseError} `not_found`, `already_recorded`
    */
   recordOutcome(decisionId: string, input: OutcomeInput, ctx?: CallContext): Promise<HistoryEvent>;
+
+  /**
+   * Reads an approval. An approval past its `expires_at` is marked `expired` now (and an
+   * `approval.expired` event written): expiry is lazy. With `wait` (seconds, at most 60) a
+   * pending approval is read again until it is decided, expires or the wait is over.
+   * @throws {GatehouseError} `not_found`
+   */
+  getApproval(approvalId: string, query?: ApprovalWait, ctx?: CallContext): Promise<Approval>;
+  /** Approvals, newest first; expires the due ones first. */
+  listApprovals(query?: ApprovalQuery, ctx?: CallContext): Promise<ApprovalPage>;
+  /**
+   * Approves a pending approval: the next evaluation with the same binding digest is allowed.
+   * @throws {GatehouseError} `not_found`; `forbidden` (the caller asked for it itself, or lacks
+   *   the label or scope the policy names); `already_recorded` (decided, used or expired)
+   */
+  approve(approvalId: string, input?: DecideApprovalInput, ctx?: CallContext): Promise<Approval>;
+  /**
+   * Denies a pending approval: the same action stays blocked until the approval's `expires_at`.
+   * @throws {GatehouseError} as {@link Gatehouse.approve}
+   */
+  deny(approvalId: string, input?: DecideApprovalInput, ctx?: CallContext): Promise<Approval>;
 
   /** A page of history, newest first by default. */
   readHistory(query?: HistoryQuery, ctx?: CallContext): Promise<HistoryPage>;

@@ -27,6 +27,7 @@ export {
   toGatehouseError,
 } from './errors.js';
 export {
+  type ApprovalHold,
   type CompiledPolicy,
   type ConflictView,
   combineVerdicts,

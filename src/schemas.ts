@@ -200,6 +200,26 @@ export const GateReasonSchema = z.object({
   keys: z.array(z.string()),
 });
 
+/** Where an approval stands: pending → approved | denied | expired; approved → used | expired. */
+export const ApprovalStatusSchema = z.enum(['pending', 'approved', 'denied', 'expired', 'used']);
+export type ApprovalStatus = z.infer<typeof ApprovalStatusSchema>;
+
+/**
+ * The approval a decision cites: on a held Block (`status: pending`, reason `approval_required`),
+ * on a Block after a denial (`denied`), and on the Allow that consumed it (`approved` while uses
+ * remain, else `used`; `decided_by` names the approver).
+ */
+export const DecisionApprovalSchema = z.object({
+  id: z.string(),
+  status: ApprovalStatusSchema,
+  expires_at: z.string(),
+  /** The rules that held the action. */
+  rules: z.array(z.string()),
+  /** The key that approved or denied it (`in-process` for an in-process call); null while pending. */
+  decided_by: z.string().nullable(),
+});
+export type DecisionApproval = z.infer<typeof DecisionApprovalSchema>;
+
 /** A gate decision: the answer of `evaluate` and the data of a `gate_evaluation` event. */
 export const DecisionSchema = z.object({
   decision_id: z.string(),
@@ -213,6 +233,8 @@ export const DecisionSchema = z.object({
   policy: z.object({ revision: z.string() }),
   state_versions: z.record(z.string(), z.number().int()),
   evaluated_at: z.string(),
+  /** Only when a rule with `approval:` held the action, or an approval released it. */
+  approval: DecisionApprovalSchema.optional(),
 });
 export type Decision = z.infer<typeof DecisionSchema>;
 
@@ -237,6 +259,11 @@ export const EVENT_TYPES = [
   'conflict_resolved',
   'gate_evaluation',
   'action_outcome',
+  'approval.requested',
+  'approval.approved',
+  'approval.denied',
+  'approval.expired',
+  'approval.used',
 ] as const;
 export const EventTypeSchema = z.enum(EVENT_TYPES);
 export type EventType = z.infer<typeof EventTypeSchema>;
@@ -370,6 +397,7 @@ export const SCOPES = [
   'gate:evaluate',
   'history:read',
   'webhooks:manage',
+  'approvals:decide',
   'admin',
 ] as const;
 export const ScopeSchema = z.enum(SCOPES);
@@ -383,7 +411,99 @@ export const ApiKeySchema = z.object({
   prefix: z.string(),
   scopes: z.array(ScopeSchema),
   sources: z.array(z.string()),
+  /** Free labels (`finance`) that a policy's `approval.approvers` can name. */
+  labels: z.array(z.string()),
   created_at: z.string(),
   revoked_at: z.string().nullable(),
 });
 export type ApiKey = z.infer<typeof ApiKeySchema>;
+
+/**
+ * An API key label: lower-case letters, digits, `_ . -`, up to 64, starting with a letter or
+ * digit. No `:`, so a label can never be mistaken for a scope (`approvals:decide`).
+ */
+export const KeyLabelSchema = z
+  .string()
+  .regex(
+    /^[a-z0-9][a-z0-9_.-]{0,63}$/,
+    'a label is lower-case letters, digits, _ . - (at most 64), starting with a letter or digit',
+  );
+
+// ---- approvals ----------------------------------------------------------------------------------
+
+/** A held action waiting for (or past) a person's decision: `GET /v1/approvals/{id}`. */
+export const ApprovalSchema = z.object({
+  id: z.string(),
+  status: ApprovalStatusSchema,
+  session_id: z.string(),
+  action: z.string(),
+  /** The action's parameters as evaluated (secrets masked). */
+  params: z.record(z.string(), z.unknown()),
+  /** The version of every state item the held decision read. */
+  state_versions: z.record(z.string(), z.number().int()),
+  policy: z.object({ revision: z.string() }),
+  /** The rules that held the action, and the first one's message. */
+  rules: z.array(z.string()),
+  reason: z.string(),
+  /**
+   * SHA-256 (hex) over the canonical JSON of tenant, session, action, params, state versions,
+   * policy revision and rules: only an evaluation with the same digest can use the approval.
+   */
+  digest: z.string(),
+  /** Key labels or scopes, any one of which an approver needs (per rule); empty: any approver. */
+  approvers: z.array(z.array(z.string())),
+  allow_self_approval: z.boolean(),
+  uses: z.number().int().min(1),
+  uses_left: z.number().int().min(0),
+  /** The key whose evaluation asked (null: an in-process call). */
+  requested_by: z.string().nullable(),
+  /** The decision that held the action. */
+  decision_id: z.string(),
+  created_at: z.string(),
+  expires_at: z.string(),
+  decided_by: z.string().nullable(),
+  decided_at: z.string().nullable(),
+  comment: z.string().nullable(),
+  updated_at: z.string(),
+});
+export type Approval = z.infer<typeof ApprovalSchema>;
+
+/** `GET /v1/approvals` query. */
+export const ApprovalQuerySchema = z.strictObject({
+  status: ApprovalStatusSchema.optional(),
+  session_id: SessionIdSchema.optional(),
+  limit: z.coerce
+    .number()
+    .int('limit must be an integer')
+    .min(1, 'limit must be at least 1')
+    .max(LIMITS.historyLimit, `limit must be at most ${LIMITS.historyLimit}`)
+    .default(LIMITS.historyDefaultLimit),
+  cursor: z.string().max(200).optional(),
+});
+export type ApprovalQuery = z.input<typeof ApprovalQuerySchema>;
+
+/** A page of approvals, newest first. */
+export const ApprovalPageSchema = z.object({
+  approvals: z.array(ApprovalSchema),
+  next_cursor: z.string().nullable(),
+});
+export type ApprovalPage = z.infer<typeof ApprovalPageSchema>;
+
+/** The longest `wait` of `GET /v1/approvals/{id}`, in seconds. */
+export const MAX_APPROVAL_WAIT_SECONDS = 60;
+
+/** `GET /v1/approvals/{id}` query: `wait` long-polls until the approval is decided or expired. */
+export const ApprovalWaitSchema = z.strictObject({
+  wait: z.coerce
+    .number()
+    .min(0, 'wait must be at least 0')
+    .max(MAX_APPROVAL_WAIT_SECONDS, `wait must be at most ${MAX_APPROVAL_WAIT_SECONDS} seconds`)
+    .optional(),
+});
+export type ApprovalWait = z.input<typeof ApprovalWaitSchema>;
+
+/** `POST /v1/approvals/{id}/approve` and `…/deny`. */
+export const DecideApprovalInputSchema = z.strictObject({
+  comment: storableText('comment').max(1000, 'comment must be at most 1000 characters').optional(),
+});
+export type DecideApprovalInput = z.input<typeof DecideApprovalInputSchema>;

@@ -7,6 +7,8 @@
  */
 import type {
   ApiKey,
+  Approval,
+  ApprovalStatus,
   Conflict,
   Delivery,
   EventType,
@@ -101,6 +103,25 @@ export interface ChainHead {
   hash: string;
 }
 
+/** Filters for {@link StoreReader.listApprovals}: newest first, before `before_id` (exclusive). */
+export interface ApprovalListQuery {
+  status?: ApprovalStatus | undefined;
+  session_id?: string | undefined;
+  before_id?: string | undefined;
+  limit: number;
+}
+
+/** A status change of an approval, applied only while its status is one of `from`. */
+export interface ApprovalTransition {
+  from: readonly ApprovalStatus[];
+  to: ApprovalStatus;
+  updated_at: string;
+  /** Set with approve and deny. */
+  decided_by?: string | undefined;
+  decided_at?: string | undefined;
+  comment?: string | null | undefined;
+}
+
 /** Reads. Outside a transaction they see committed data only. */
 export interface StoreReader {
   /** The current version of an item, with its status (`current` or `conflicted`). */
@@ -131,6 +152,9 @@ export interface StoreReader {
     webhookId: string,
     query: { status?: Delivery['status'] | undefined; limit: number; before_id?: string | undefined },
   ): Promise<Delivery[]>;
+  getApproval(tenantId: string, approvalId: string): Promise<Approval | null>;
+  /** Approvals, newest first. */
+  listApprovals(tenantId: string, query: ApprovalListQuery): Promise<Approval[]>;
 }
 
 /** Writes; only inside {@link Store.transaction}. */
@@ -168,6 +192,23 @@ export interface StoreTx extends StoreReader {
   ): Promise<void>;
   /** Deletes a webhook and its pending deliveries; true when it existed. */
   deleteWebhook(tenantId: string, webhookId: string): Promise<boolean>;
+  /** The newest approval with this binding digest, whatever its status. */
+  latestApprovalByDigest(tenantId: string, digest: string): Promise<Approval | null>;
+  /** Pending or approved approvals whose `expires_at` is at or before `now`, oldest first. */
+  listDueApprovals(tenantId: string, now: string, limit: number): Promise<Approval[]>;
+  insertApproval(tenantId: string, approval: Approval): Promise<void>;
+  /** Applies a status change if the approval's status is still one of `from`; true when it did. */
+  transitionApproval(tenantId: string, approvalId: string, change: ApprovalTransition): Promise<boolean>;
+  /**
+   * Takes one use of an approved, unexpired approval in one conditional statement (`uses_left > 0`,
+   * `expires_at > now`), so two transactions can never both take the last use. Its status becomes
+   * `used` with the last use. Null when there was nothing to take.
+   */
+  consumeApproval(
+    tenantId: string,
+    approvalId: string,
+    now: string,
+  ): Promise<{ uses_left: number; status: ApprovalStatus } | null>;
   /** Makes a delivery due again now (redeliver). */
   resetDelivery(
     tenantId: string,
@@ -218,6 +259,7 @@ export const STORE_TABLES = [
   'events',
   'chain_heads',
   'deliveries',
+  'approvals',
 ] as const;
 
 /** One table of a Store. */
@@ -233,6 +275,7 @@ export const STORE_TABLE_KEYS: Readonly<Record<StoreTable, readonly string[]>> =
   events: ['tenant_id', 'seq'],
   chain_heads: ['tenant_id'],
   deliveries: ['delivery_id'],
+  approvals: ['approval_id'],
 };
 
 /** One row of a dump: the same columns (text and numbers) in every Store, so dumps move between them. */

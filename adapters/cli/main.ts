@@ -24,6 +24,7 @@ import {
   systemRandomBytes,
 } from '../../src/index.js';
 import { DEFAULT_MCP_SOURCES, runStdioServer } from '../mcp/index.js';
+import { registerApprovalsCommands } from './approvalsCommand.js';
 import { readServeConfig, readServiceConfig } from './config.js';
 import { openGatehouse, openStore } from './openService.js';
 import { banner, startService } from './serve.js';
@@ -139,6 +140,12 @@ storeOptions(keys.command('create'))
   .option('--name <name>', 'a label', 'key')
   .option('--scopes <list>', `comma-separated: ${SCOPES.join(', ')}`, 'admin')
   .option('--sources <list>', 'comma-separated sources the key may write', DEFAULT_KEY_SOURCES.join(','))
+  .option(
+    '--label <label>',
+    'a label policy approvers can name (repeat for several)',
+    (label: string, all: string[]) => [...all, label],
+    [] as string[],
+  )
   .action(async (flags) => {
     const scopes = String(flags.scopes)
       .split(',')
@@ -159,10 +166,12 @@ storeOptions(keys.command('create'))
             .split(',')
             .map((s) => s.trim())
             .filter(Boolean),
+          labels: flags.label as string[],
         },
       );
+      const labels = key.labels.length > 0 ? `, labels ${key.labels.join(',')}` : '';
       process.stdout.write(
-        `${secret}\n\nid ${key.id}, tenant ${key.tenant_id}, scopes ${key.scopes.join(',')}, sources ${key.sources.join(',')}\nThe key is shown only once.\n`,
+        `${secret}\n\nid ${key.id}, tenant ${key.tenant_id}, scopes ${key.scopes.join(',')}, sources ${key.sources.join(',')}${labels}\nThe key is shown only once.\n`,
       );
     } finally {
       await store.close();
@@ -177,7 +186,7 @@ storeOptions(keys.command('list'))
       const rows = await store.listApiKeys(flags.tenant);
       for (const k of rows) {
         process.stdout.write(
-          `${k.id}  ${k.prefix}…  tenant=${k.tenant_id}  name=${k.name}  scopes=${k.scopes.join(',')}  sources=${k.sources.join(',')}  ${k.revoked_at ? `revoked ${k.revoked_at}` : 'active'}\n`,
+          `${k.id}  ${k.prefix}…  tenant=${k.tenant_id}  name=${k.name}  scopes=${k.scopes.join(',')}  sources=${k.sources.join(',')}${k.labels.length > 0 ? `  labels=${k.labels.join(',')}` : ''}  ${k.revoked_at ? `revoked ${k.revoked_at}` : 'active'}\n`,
         );
       }
       if (rows.length === 0) process.stdout.write('no keys\n');
@@ -320,6 +329,8 @@ storeOptions(program.command('import'))
       await gatehouse.store.close();
     }
   });
+
+registerApprovalsCommands(program);
 
 const policy = program.command('policy').description('work with policy files');
 policy

@@ -8,8 +8,13 @@ import { context, propagation } from '@opentelemetry/api';
 import { type Dispatcher, request } from 'undici';
 import type { z } from 'zod';
 import {
+  type Approval,
+  type ApprovalPage,
+  type ApprovalQuery,
+  type ApprovalWait,
   type Conflict,
   type CreateWebhookInput,
+  type DecideApprovalInput,
   type Decision,
   type DecisionRecord,
   type Delivery,
@@ -133,6 +138,18 @@ export interface GatehouseClient {
     scopes: Scope[];
     sources: string[];
   }>;
+  /** `GET /v1/approvals`: newest first (scope `approvals:decide`). */
+  listApprovals(query?: ApprovalQuery): Promise<ApprovalPage>;
+  /**
+   * `GET /v1/approvals/{id}`; with `wait` (seconds, at most 60) the server answers once the
+   * approval is decided or expired, or the wait is over. The call's deadline grows by the wait.
+   * @throws {GatehouseError} `not_found`
+   */
+  getApproval(approvalId: string, query?: ApprovalWait): Promise<Approval>;
+  /** `POST /v1/approvals/{id}/approve`. @throws {GatehouseError} `not_found`, `forbidden`, `already_recorded` */
+  approve(approvalId: string, input?: DecideApprovalInput, options?: WriteOptions): Promise<Approval>;
+  /** `POST /v1/approvals/{id}/deny`. @throws {GatehouseError} `not_found`, `forbidden`, `already_recorded` */
+  deny(approvalId: string, input?: DecideApprovalInput, options?: WriteOptions): Promise<Approval>;
 }
 
 // The client's methods are exactly the table's operations: a route without a method (or a method
@@ -153,6 +170,8 @@ interface Call {
   query?: Query;
   body?: unknown;
   options?: WriteOptions | undefined;
+  /** This call's deadline, when it is not the client's `timeoutMs` (a long-poll). */
+  timeoutMs?: number;
 }
 
 /**
@@ -179,6 +198,7 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
   const authorization = `Bearer ${options.apiKey}`;
 
   async function send(route: ApiRoute, call: Call): Promise<string> {
+    const deadline = call.timeoutMs ?? timeoutMs;
     const path = route.path.replace(/\{([^}]+)\}/g, (_, name: string) =>
       encodeURIComponent(String(call.params?.[name] ?? '')),
     );
@@ -203,16 +223,16 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
         ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
         ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
         // undici's own timers tick once a second; the signal is the precise, overall deadline.
-        signal: AbortSignal.timeout(timeoutMs),
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
+        signal: AbortSignal.timeout(deadline),
+        headersTimeout: deadline,
+        bodyTimeout: deadline,
       });
       status = response.statusCode;
       responseHeaders = response.headers;
       // Read every body, even an error's or a 204's, so the socket goes back to the pool.
       text = await response.body.text();
     } catch (error) {
-      throw unavailableError(origin, error, timeoutMs);
+      throw unavailableError(origin, error, deadline);
     }
     if (status < 200 || status >= 300) throw errorFromResponse(status, responseHeaders, text);
     return text;
@@ -278,5 +298,17 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
     redeliver: (webhookId, deliveryId, opts) =>
       invoke('redeliver', { params: { id: webhookId, delivery_id: deliveryId }, options: opts }),
     getMe: () => invoke('getMe'),
+    listApprovals: (query = {}) => invoke('listApprovals', { query: { ...query } }),
+    getApproval: (approvalId, query = {}) =>
+      invoke('getApproval', {
+        params: { id: approvalId },
+        query: { ...query },
+        // The server may hold the answer for the whole wait.
+        timeoutMs: timeoutMs + Math.max(0, Number(query.wait ?? 0)) * 1000,
+      }),
+    approve: (approvalId, input = {}, opts) =>
+      invoke('approve', { params: { id: approvalId }, body: input, options: opts }),
+    deny: (approvalId, input = {}, opts) =>
+      invoke('deny', { params: { id: approvalId }, body: input, options: opts }),
   };
 }

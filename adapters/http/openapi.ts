@@ -18,6 +18,10 @@ const TAGS = [
   { name: 'Gate', description: 'Allow / Warn / Block decisions and their outcomes.' },
   { name: 'History', description: 'The append-only, hash-chained history.' },
   { name: 'Webhooks', description: 'Signed, retried deliveries of history events.' },
+  {
+    name: 'Approvals',
+    description: 'Held actions that a person approves or denies, each bound to exactly one action and state.',
+  },
   { name: 'Keys', description: 'The calling API key.' },
   { name: 'Service', description: 'Probes, metrics, this document and the problem pages (no key).' },
 ];

@@ -245,7 +245,13 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
     let body: unknown;
     let text = '';
     if (route.body) ({ value: body, text } = await readJson(incoming, route.body.optional === true));
-    const context: CallContext = { tenantId: principal.tenantId, allowedSources: principal.sources };
+    const context: CallContext = {
+      tenantId: principal.tenantId,
+      allowedSources: principal.sources,
+      keyId: principal.keyId,
+      scopes: principal.scopes,
+      labels: principal.labels,
+    };
     const run = async (): Promise<Reply> => {
       try {
         const result = await route.handle({

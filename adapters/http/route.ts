@@ -43,9 +43,12 @@ export interface ApiRoute<
   summary: string;
   description?: string;
   /** The document's tag (an area of the API). */
-  tag: 'State' | 'Gate' | 'History' | 'Webhooks' | 'Keys';
-  /** The scope a key needs; `null` lets any valid key call it (`GET /v1/me`). */
-  scope: Scope | null;
+  tag: 'State' | 'Gate' | 'History' | 'Webhooks' | 'Approvals' | 'Keys';
+  /**
+   * The scope a key needs; for a list, any one of them; `null` lets any valid key call it
+   * (`GET /v1/me`).
+   */
+  scope: Scope | readonly [Scope, ...Scope[]] | null;
   /** Path parameters, by name; strings as sent, after percent-decoding. */
   params?: P;
   /** Query parameters (a strict object: unknown ones are `invalid_request`). */

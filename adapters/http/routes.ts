@@ -6,8 +6,13 @@
  */
 import { z } from 'zod';
 import {
+  ApprovalPageSchema,
+  ApprovalQuerySchema,
+  ApprovalSchema,
+  ApprovalWaitSchema,
   ConflictSchema,
   CreateWebhookInputSchema,
+  DecideApprovalInputSchema,
   DecisionRecordSchema,
   DecisionSchema,
   DeliverySchema,
@@ -390,6 +395,61 @@ export const API_ROUTES = {
       scopes: [...principal.scopes],
       sources: [...principal.sources],
     }),
+  }),
+  // ---- approvals --------------------------------------------------------------------------------
+  listApprovals: defineRoute({
+    method: 'GET',
+    path: '/v1/approvals',
+    tag: 'Approvals',
+    summary: 'List approvals, newest first',
+    description:
+      'Approvals past their `expires_at` are marked `expired` (with an `approval.expired` event) first.',
+    scope: 'approvals:decide',
+    query: ApprovalQuerySchema,
+    response: { schema: ApprovalPageSchema, name: 'ApprovalPage', statuses: { 200: 'A page of approvals.' } },
+    errors: [],
+    handle: ({ gatehouse, query, context }) => gatehouse.listApprovals(query, context),
+  }),
+  getApproval: defineRoute({
+    method: 'GET',
+    path: '/v1/approvals/{id}',
+    tag: 'Approvals',
+    summary: 'Read an approval; `?wait=30` waits until it is decided or expired',
+    description:
+      'With `wait` (seconds, at most 60) a pending approval is answered when it is approved, denied or expires, or when the wait is over (then still `pending`). Needs `gate:evaluate` (the agent waiting) or `approvals:decide`.',
+    scope: ['gate:evaluate', 'approvals:decide'],
+    params: IdParam,
+    query: ApprovalWaitSchema,
+    response: { schema: ApprovalSchema, name: 'Approval', statuses: { 200: 'The approval.' } },
+    errors: ['not_found'],
+    handle: ({ gatehouse, params, query, context }) => gatehouse.getApproval(params.id, query, context),
+  }),
+  approve: defineRoute({
+    method: 'POST',
+    path: '/v1/approvals/{id}/approve',
+    tag: 'Approvals',
+    summary: 'Approve a pending approval',
+    description:
+      'The next evaluation with the same binding digest (same session, action, params, state versions and policy) is allowed, within `expires_at` and `uses`. The key that asked cannot approve its own request unless the policy allows it.',
+    scope: 'approvals:decide',
+    params: IdParam,
+    body: { schema: DecideApprovalInputSchema, name: 'DecideApprovalInput', optional: true },
+    response: { schema: ApprovalSchema, name: 'Approval', statuses: { 200: 'The approval, approved.' } },
+    errors: ['not_found', 'already_recorded'],
+    handle: ({ gatehouse, params, body, context }) => gatehouse.approve(params.id, body as never, context),
+  }),
+  deny: defineRoute({
+    method: 'POST',
+    path: '/v1/approvals/{id}/deny',
+    tag: 'Approvals',
+    summary: 'Deny a pending approval',
+    description: 'The same action stays blocked (`approval_denied`) until the approval would have expired.',
+    scope: 'approvals:decide',
+    params: IdParam,
+    body: { schema: DecideApprovalInputSchema, name: 'DecideApprovalInput', optional: true },
+    response: { schema: ApprovalSchema, name: 'Approval', statuses: { 200: 'The approval, denied.' } },
+    errors: ['not_found', 'already_recorded'],
+    handle: ({ gatehouse, params, body, context }) => gatehouse.deny(params.id, body as never, context),
   }),
 };
 

@@ -7,7 +7,7 @@ import { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import type { Serialized } from '@langchain/core/load/serializable';
 import type { LLMResult } from '@langchain/core/outputs';
 import { context, type Span, trace } from '@opentelemetry/api';
-import { markSpanFailed, tracer } from '../../src/index.js';
+import { GatehouseError, markSpanFailed, tracer } from '../../src/index.js';
 import { ActionBlockedError } from './actionBlockedError.js';
 import {
   type GateOptions,
@@ -71,6 +71,13 @@ export class GatehouseCallbackHandler extends BaseCallbackHandler {
     // A class field `raiseError = true` would leave awaitHandlers false: the tool would run and
     // the thrown block would become an unhandled rejection. The constructor sets both.
     super({ raiseError: true });
+    if (options.onApproval === 'interrupt') {
+      // LangChain runs handlers outside the graph's context, where interrupt() cannot work.
+      throw new GatehouseError(
+        'invalid_request',
+        "onApproval: 'interrupt' needs gatehouseMiddleware; the callback handler can 'wait' or 'block'.",
+      );
+    }
     this.#options = options;
   }
 

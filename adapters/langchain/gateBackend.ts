@@ -4,6 +4,8 @@
  * swapping one object.
  */
 import type {
+  Approval,
+  ApprovalWait,
   CallContext,
   Decision,
   EvaluateInput,
@@ -25,6 +27,11 @@ export interface GateBackend {
   recordOutcome(decisionId: string, input: OutcomeInput): Promise<unknown>;
   /** Records one state item. */
   recordState(input: RecordStateInput): Promise<RecordStateResult>;
+  /**
+   * Reads an approval, waiting up to `wait` seconds (at most 60) for a decision. Needed only by
+   * `onApproval: 'wait'`.
+   */
+  getApproval?(approvalId: string, query?: ApprovalWait): Promise<Approval>;
 }
 
 /**
@@ -38,5 +45,6 @@ export function inProcessBackend(gatehouse: Gatehouse, ctx: CallContext = {}): G
     evaluate: (input) => gatehouse.evaluate(input, ctx),
     recordOutcome: (decisionId, input) => gatehouse.recordOutcome(decisionId, input, ctx),
     recordState: (input) => gatehouse.recordState(input, ctx),
+    getApproval: (approvalId, query) => gatehouse.getApproval(approvalId, query, ctx),
   };
 }

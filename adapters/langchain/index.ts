@@ -13,5 +13,5 @@ export {
   gatehouseMiddleware,
 } from './middleware.js';
 export { createRecordStateTool, type RecordStateToolOptions } from './recordStateTool.js';
-export type { GateOptions } from './toolCallGate.js';
+export { type ApprovalInterrupt, type GateOptions, isHeld } from './toolCallGate.js';
 export { resolveToolName, type ToolStartFacts, toolParams } from './toolIdentity.js';

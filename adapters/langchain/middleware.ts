@@ -4,6 +4,7 @@
  */
 import { ToolMessage } from '@langchain/core/messages';
 import type { ToolCall } from '@langchain/core/messages/tool';
+import { interrupt } from '@langchain/langgraph';
 import { type AgentMiddleware, createMiddleware } from 'langchain';
 import { type Decision, inSpan } from '../../src/index.js';
 import {
@@ -26,6 +27,8 @@ export interface BlockedToolContent {
   reason: string;
   decision_id: string;
   reasons: Array<{ rule: string; message: string; keys: string[] }>;
+  /** When a person must (or did) decide: the approval to wait for, or the denial. */
+  approval?: { id: string; status: string; expires_at: string };
 }
 
 /**
@@ -39,6 +42,15 @@ export function blockedToolMessage(decision: Decision, toolCall: Pick<ToolCall, 
     reason: decision.reason,
     decision_id: decision.decision_id,
     reasons: decision.reasons.map(({ rule, message, keys }) => ({ rule, message, keys })),
+    ...(decision.approval === undefined
+      ? {}
+      : {
+          approval: {
+            id: decision.approval.id,
+            status: decision.approval.status,
+            expires_at: decision.approval.expires_at,
+          },
+        }),
   };
   return new ToolMessage({
     status: 'error',
@@ -52,7 +64,8 @@ export function blockedToolMessage(decision: Decision, toolCall: Pick<ToolCall, 
  * A `createAgent` middleware that gates every tool call: evaluates `toolCall.name` with
  * `toolCall.args` as `params`. Allow runs the tool; Warn calls `onWarn`, then runs it; Block
  * returns {@link blockedToolMessage} without running it. The result is recorded as an
- * `action_outcome` (an error ToolMessage or a thrown error is `failed`).
+ * `action_outcome` (an error ToolMessage or a thrown error is `failed`). A call held for approval
+ * follows `onApproval` (`block` by default; `interrupt` pauses the graph, see {@link GateOptions}).
  *
  * The session is `sessionId`, else `configurable.thread_id`, else `configurable.session_id`;
  * with none, and when the backend cannot be reached, the call fails and `agent.invoke`
@@ -76,7 +89,7 @@ export function gatehouseMiddleware(options: GatehouseMiddlewareOptions): AgentM
       // The whole call is one span, active while the gate decides and the tool runs, so the
       // decision's spans (and the tool's own, if it traces) are its children.
       return inSpan(name, { attributes }, async (span) => {
-        const decision = await gateToolCall(options, call);
+        const decision = await gateToolCall(options, call, interrupt);
         noteDecision(span, decision);
         if (decision.verdict === 'Block') return blockedToolMessage(decision, toolCall);
 

@@ -4,7 +4,13 @@
  * Each face only adapts LangChain's hook to these calls and surfaces a Block its own way.
  */
 import type { Attributes, Span } from '@opentelemetry/api';
-import { type Decision, GEN_AI_ATTRIBUTES, SPAN_ATTRIBUTES } from '../../src/index.js';
+import {
+  type Decision,
+  GatehouseError,
+  GEN_AI_ATTRIBUTES,
+  MAX_APPROVAL_WAIT_SECONDS,
+  SPAN_ATTRIBUTES,
+} from '../../src/index.js';
 import type { GateBackend } from './gateBackend.js';
 import { type RunSessionSources, requireSession } from './sessionRule.js';
 
@@ -34,6 +40,42 @@ export interface GateOptions {
    * @default ignore
    */
   onError?: (error: unknown, context: { decisionId: string; stage: 'record_outcome' }) => void;
+  /**
+   * What to do with a call a policy rule holds for approval (a Block whose `approval.status` is
+   * `pending`):
+   * - `'block'`: answer it as a Block; the message carries the approval ID;
+   * - `'wait'`: wait for a person's decision (up to `approvalTimeoutMs`, through the backend's
+   *   `getApproval`), then evaluate the call again; still pending at the deadline is a Block;
+   * - `'interrupt'` (middleware only): raise a LangGraph `interrupt()` carrying
+   *   {@link ApprovalInterrupt}; the graph needs a checkpointer and resumes with
+   *   `new Command({ resume })`. On resume the call is evaluated again: the resume payload is
+   *   never taken as the approval, only a decision recorded by an approver is.
+   * @default 'block'
+   */
+  onApproval?: 'block' | 'wait' | 'interrupt';
+  /** How long `onApproval: 'wait'` waits, in ms. @default 60000 */
+  approvalTimeoutMs?: number;
+}
+
+/** The value of the LangGraph interrupt raised by `onApproval: 'interrupt'`. */
+export interface ApprovalInterrupt {
+  type: 'gatehouse.approval_required';
+  approval_id: string;
+  expires_at: string;
+  session_id: string;
+  action: string;
+  params: Record<string, unknown>;
+  decision_id: string;
+  reason: string;
+  tool_call_id?: string;
+}
+
+/** Raises a LangGraph interrupt (the middleware passes `interrupt` from `@langchain/langgraph`). */
+export type RaiseInterrupt = (value: ApprovalInterrupt) => unknown;
+
+/** True for a Block that waits for a person. */
+export function isHeld(decision: Decision): boolean {
+  return decision.verdict === 'Block' && decision.approval?.status === 'pending';
 }
 
 /** One tool call as the gate sees it. */
@@ -54,14 +96,21 @@ export interface GatedToolCall {
  * @throws {GatehouseError} with no session or when the backend fails (fail closed)
  * @throws whatever `onWarn` throws (the tool must not run then either)
  */
-export async function gateToolCall(options: GateOptions, call: GatedToolCall): Promise<Decision> {
+export async function gateToolCall(
+  options: GateOptions,
+  call: GatedToolCall,
+  raiseInterrupt?: RaiseInterrupt,
+): Promise<Decision> {
   const sessionId = requireSession(call.action, { pinned: options.sessionId, ...call.run });
-  const decision = await options.backend.evaluate({
-    session_id: sessionId,
-    action: call.action,
-    params: call.params,
-    ...(call.toolCallId === undefined ? {} : { context: { tool_call_id: call.toolCallId } }),
-  });
+  const evaluate = () =>
+    options.backend.evaluate({
+      session_id: sessionId,
+      action: call.action,
+      params: call.params,
+      ...(call.toolCallId === undefined ? {} : { context: { tool_call_id: call.toolCallId } }),
+    });
+  let decision = await evaluate();
+  if (isHeld(decision)) decision = await awaitApproval(options, decision, evaluate, call, raiseInterrupt);
   switch (decision.verdict) {
     case 'Allow':
     case 'Block':
@@ -101,6 +150,71 @@ export function noteDecision(span: Span, decision: Decision): void {
     [SPAN_ATTRIBUTES.decisionId]: decision.decision_id,
     [SPAN_ATTRIBUTES.verdict]: decision.verdict,
   });
+}
+
+/** Handles a held decision per `onApproval`; resolves to the decision the call goes on with. */
+async function awaitApproval(
+  options: GateOptions,
+  held: Decision,
+  evaluate: () => Promise<Decision>,
+  call: GatedToolCall,
+  raiseInterrupt: RaiseInterrupt | undefined,
+): Promise<Decision> {
+  switch (options.onApproval ?? 'block') {
+    case 'block':
+      return held;
+    case 'interrupt': {
+      if (!raiseInterrupt) {
+        throw new GatehouseError(
+          'invalid_request',
+          "onApproval: 'interrupt' needs gatehouseMiddleware (a LangGraph node); the callback handler can 'wait' or 'block'.",
+        );
+      }
+      let decision = held;
+      // Each interrupt() returns one resume value; the next one without a value pauses the graph
+      // again. Whatever was resumed with, only a fresh evaluation decides.
+      while (isHeld(decision)) {
+        raiseInterrupt(interruptValue(decision, call));
+        decision = await evaluate();
+      }
+      return decision;
+    }
+    case 'wait': {
+      const getApproval = options.backend.getApproval?.bind(options.backend);
+      if (!getApproval) {
+        throw new GatehouseError('invalid_request', "onApproval: 'wait' needs a backend with getApproval.");
+      }
+      const id = held.approval!.id;
+      const deadline = Date.now() + (options.approvalTimeoutMs ?? 60_000);
+      for (;;) {
+        const left = Math.ceil((deadline - Date.now()) / 1000);
+        if (left <= 0) return held;
+        const approval = await getApproval(id, { wait: Math.min(left, MAX_APPROVAL_WAIT_SECONDS) });
+        // Approved: the re-evaluation consumes it if nothing changed. Denied: it records the
+        // refusal. Expired or used: a new request would be opened, so stop at the held answer.
+        if (approval.status === 'approved' || approval.status === 'denied') return evaluate();
+        if (approval.status !== 'pending') return held;
+      }
+    }
+    default: {
+      const unknown: never = options.onApproval as never;
+      throw new GatehouseError('invalid_request', `Unknown onApproval '${String(unknown)}'.`);
+    }
+  }
+}
+
+function interruptValue(decision: Decision, call: GatedToolCall): ApprovalInterrupt {
+  return {
+    type: 'gatehouse.approval_required',
+    approval_id: decision.approval!.id,
+    expires_at: decision.approval!.expires_at,
+    session_id: decision.session_id,
+    action: decision.action,
+    params: call.params,
+    decision_id: decision.decision_id,
+    reason: decision.reason,
+    ...(call.toolCallId === undefined ? {} : { tool_call_id: call.toolCallId }),
+  };
 }
 
 /** Longest `detail` sent with a failed outcome; the point is a hint, not a log. */

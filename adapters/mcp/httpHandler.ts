@@ -57,12 +57,19 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
   const maxRequestBodySize = options.maxBodyBytes ?? 64 * 1024;
   // Building a server (five tools, their schemas and descriptions) costs more than the call it
   // serves. A server serves one transport at a time, so idle servers wait in a small pool per
-  // caller context (tenant, scopes, sources) and are reconnected to each request's transport.
+  // caller context (key, tenant, scopes, sources) and are reconnected to each request's transport.
+  // The key is part of it: an approval records which key asked, so servers are not shared by keys.
   const idle = new Map<string, McpServer[]>();
   const build = (principal: Principal) =>
     createMcpServer({
       gatehouse: options.gatehouse,
-      context: { tenantId: principal.tenantId, allowedSources: principal.sources, scopes: principal.scopes },
+      context: {
+        tenantId: principal.tenantId,
+        allowedSources: principal.sources,
+        scopes: principal.scopes,
+        keyId: principal.keyId,
+        labels: principal.labels,
+      },
       ...(log === undefined ? {} : { logger: log }),
     });
   return async (request, principal) => {
@@ -79,7 +86,7 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
       return refused;
     }
     if (request.method !== 'POST') return methodNotAllowed(request.method);
-    const key = JSON.stringify([principal.tenantId, principal.scopes, principal.sources]);
+    const key = JSON.stringify([principal.keyId, principal.tenantId, principal.scopes, principal.sources]);
     const server = idle.get(key)?.pop() ?? build(principal);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,

@@ -81,11 +81,11 @@ function packageVersion(): string {
 const INSTRUCTIONS =
   'Gatehouse keeps governed state for this conversation and gates actions. Record the facts you rely on ' +
   'with record_state; call evaluate_gate BEFORE any consequential action and never perform an action whose ' +
-  'verdict is Block; use list_state to see what is known and read_history to explain past decisions.';
+  'verdict is Block (a Block held for approval waits for a person: wait_for_approval); use list_state to see what is known and read_history to explain past decisions.';
 
 /**
  * Creates an MCP server exposing Gatehouse: the tools of {@link GATEHOUSE_TOOLS} (`record_state`,
- * `evaluate_gate`, `read_history`, `list_state`, `resolve_conflict`) and the resources
+ * `evaluate_gate`, `read_history`, `list_state`, `resolve_conflict`, `wait_for_approval`) and the resources
  * `gatehouse://sessions/{session_id}/state` and `gatehouse://sessions/{session_id}/decisions`.
  * Connect it to one transport.
  * @throws {GatehouseError} `invalid_request` when `defaultSessionId` is not a valid session ID
@@ -99,6 +99,9 @@ export function createMcpServer(options: CreateMcpServerOptions): McpServer {
     gatehouse: options.gatehouse,
     context: {
       ...(options.context?.tenantId === undefined ? {} : { tenantId: options.context.tenantId }),
+      ...(options.context?.keyId === undefined ? {} : { keyId: options.context.keyId }),
+      ...(options.context?.scopes === undefined ? {} : { scopes: options.context.scopes }),
+      ...(options.context?.labels === undefined ? {} : { labels: options.context.labels }),
       allowedSources,
     },
     scopes: options.context?.scopes,

@@ -5,6 +5,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import {
+  type Approval,
   type Conflict,
   classify,
   type Decision,
@@ -74,8 +75,36 @@ export function renderDecision(decision: Decision): string {
   if (decision.reasons.length > 1) {
     for (const r of decision.reasons) lines.push(`- ${r.verdict} ${r.rule}: ${r.message}`);
   }
-  if (decision.verdict === 'Block') lines.push('Do not perform this action.');
+  const approval = decision.approval;
+  if (decision.verdict === 'Block' && approval?.status === 'pending') {
+    lines.push(
+      `This action is HELD for approval ${approval.id} (expires ${approval.expires_at}). Do not perform it, and do not try other parameters to get around the hold: a person must approve exactly this action. Tell the user it awaits approval; call wait_for_approval with approval_id "${approval.id}" to wait for the decision.`,
+    );
+  } else if (decision.verdict === 'Block') {
+    lines.push('Do not perform this action.');
+  } else if (approval) {
+    lines.push(`Released by approval ${approval.id} (approved by ${approval.decided_by ?? 'a person'}).`);
+  }
   return lines.join('\n');
+}
+
+/** The text of a `wait_for_approval` result. */
+export function renderApprovalWait(approval: Approval, decision: Decision | null): string {
+  switch (approval.status) {
+    case 'pending':
+      return `Approval ${approval.id} is still pending (expires ${approval.expires_at}). Do NOT perform ${approval.action} yet; wait again or tell the user it awaits approval.`;
+    case 'denied':
+      return `Approval ${approval.id} was DENIED by ${approval.decided_by ?? 'a person'}${approval.comment ? `: ${approval.comment}` : ''}. Do NOT perform ${approval.action}; tell the user.`;
+    case 'expired':
+      return `Approval ${approval.id} EXPIRED without a decision. Do NOT perform ${approval.action}; tell the user.`;
+    case 'used':
+      return `Approval ${approval.id} was already used. Do NOT perform ${approval.action} again without a new approval.`;
+    case 'approved':
+      if (decision === null) return `Approval ${approval.id} is approved; evaluate the action again.`;
+      return decision.allowed
+        ? `Approved by ${approval.decided_by ?? 'a person'}. ${renderDecision(decision)}\nYou may now perform ${approval.action} with exactly these parameters.`
+        : `Approval ${approval.id} is approved, but the action no longer matches what was approved (its parameters, state or policy changed). ${renderDecision(decision)}`;
+  }
 }
 
 /** One line per event, plus how to get the next page. */

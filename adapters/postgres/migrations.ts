@@ -139,6 +139,39 @@ CREATE INDEX api_keys_by_tenant ON api_keys (tenant_id, id);
 `,
   },
   {
+    version: 2,
+    name: 'approvals and key labels',
+    // One open (pending or approved) approval per digest: the unique index stops two
+    // instances racing to open the same request, whatever the transaction order.
+    sql: `
+CREATE TABLE approvals (
+  approval_id text COLLATE "C" PRIMARY KEY,
+  tenant_id text COLLATE "C" NOT NULL,
+  session_id text COLLATE "C" NOT NULL,
+  action text COLLATE "C" NOT NULL,
+  digest text COLLATE "C" NOT NULL,
+  status text COLLATE "C" NOT NULL,
+  body text COLLATE "C" NOT NULL,
+  uses integer NOT NULL,
+  uses_left integer NOT NULL,
+  requested_by text COLLATE "C",
+  decision_id text COLLATE "C" NOT NULL,
+  created_at text COLLATE "C" NOT NULL,
+  expires_at text COLLATE "C" NOT NULL,
+  decided_by text COLLATE "C",
+  decided_at text COLLATE "C",
+  comment text COLLATE "C",
+  updated_at text COLLATE "C" NOT NULL
+);
+CREATE INDEX approvals_by_digest ON approvals (tenant_id, digest, approval_id);
+CREATE INDEX approvals_by_status ON approvals (tenant_id, status, approval_id);
+CREATE INDEX approvals_by_session ON approvals (tenant_id, session_id, approval_id);
+CREATE UNIQUE INDEX approvals_one_open ON approvals (tenant_id, digest) WHERE status IN ('pending', 'approved');
+
+ALTER TABLE api_keys ADD COLUMN labels text COLLATE "C" NOT NULL DEFAULT '[]';
+`,
+  },
+  {
     // The trace an outbox row was queued in, so its delivery attempts join that trace from any
     // instance and after a restart (it is not part of the hash-chained event).
     version: 5,

@@ -3,6 +3,7 @@
  * text for JSON and ISO timestamps, integers for versions and counters).
  */
 import type {
+  Approval,
   Conflict,
   Delivery,
   HistoryEvent,
@@ -148,6 +149,8 @@ export function rowToKey(r: Row): StoredApiKey {
     hash: str(r['hash']),
     scopes: json(r['scopes']),
     sources: json(r['sources']),
+    // Keys made before labels existed (or loaded from an older dump) have the column's default.
+    labels: r['labels'] == null ? [] : json(r['labels']),
     created_at: str(r['created_at']),
     revoked_at: strOrNull(r['revoked_at']),
   };
@@ -165,5 +168,40 @@ export function apiKeyValues(k: StoredApiKey): unknown[] {
     JSON.stringify(k.sources),
     k.created_at,
     k.revoked_at,
+    JSON.stringify(k.labels),
   ];
+}
+
+/** An `approvals` row (what is not a column lives in `body`). */
+export function rowToApproval(r: Row): Approval {
+  const body = json<
+    Pick<
+      Approval,
+      'params' | 'state_versions' | 'policy' | 'rules' | 'reason' | 'approvers' | 'allow_self_approval'
+    >
+  >(r['body']);
+  return {
+    id: str(r['approval_id']),
+    status: r['status'] as Approval['status'],
+    session_id: str(r['session_id']),
+    action: str(r['action']),
+    params: body.params,
+    state_versions: body.state_versions,
+    policy: body.policy,
+    rules: body.rules,
+    reason: body.reason,
+    digest: str(r['digest']),
+    approvers: body.approvers,
+    allow_self_approval: body.allow_self_approval,
+    uses: num(r['uses']),
+    uses_left: num(r['uses_left']),
+    requested_by: strOrNull(r['requested_by']),
+    decision_id: str(r['decision_id']),
+    created_at: str(r['created_at']),
+    expires_at: str(r['expires_at']),
+    decided_by: strOrNull(r['decided_by']),
+    decided_at: strOrNull(r['decided_at']),
+    comment: strOrNull(r['comment']),
+    updated_at: str(r['updated_at']),
+  };
 }

@@ -4,6 +4,9 @@
  * {@link SqlDialect}. A new table or query is added here and both stores have it.
  */
 import type {
+  Approval,
+  ApprovalListQuery,
+  ApprovalTransition,
   Conflict,
   ConflictQuery,
   EventQuery,
@@ -285,11 +288,99 @@ export const recordDeliveryAttempt = `UPDATE deliveries SET status = ?, attempts
 
 export const nextDueAt = `SELECT min(next_attempt_at) AS t FROM deliveries WHERE status = 'pending'`;
 
-const API_KEY_COLUMNS = 'id, tenant_id, name, prefix, hash, scopes, sources, created_at, revoked_at';
-export const insertApiKey = `INSERT INTO api_keys (${API_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+export const getApproval = 'SELECT * FROM approvals WHERE tenant_id = ? AND approval_id = ?';
+
+/** Approvals, newest first (IDs sort by creation), after `before_id` when given. */
+export function listApprovals(tenantId: string, query: ApprovalListQuery): Statement {
+  const where = new Conditions('tenant_id = ?', tenantId)
+    .add(query.status, 'status = ?')
+    .add(query.session_id, 'session_id = ?')
+    .add(query.before_id, 'approval_id < ?');
+  return {
+    sql: `SELECT * FROM approvals WHERE ${where.sql} ORDER BY approval_id DESC LIMIT ?`,
+    args: [...where.args, query.limit],
+  };
+}
+
+export const latestApprovalByDigest =
+  'SELECT * FROM approvals WHERE tenant_id = ? AND digest = ? ORDER BY approval_id DESC LIMIT 1';
+
+export const listDueApprovals = `SELECT * FROM approvals
+  WHERE tenant_id = ? AND status IN ('pending', 'approved') AND expires_at <= ? ORDER BY approval_id LIMIT ?`;
+
+export function insertApproval(tenantId: string, a: Approval): Statement {
+  return {
+    sql: `INSERT INTO approvals (approval_id, tenant_id, session_id, action, digest, status, body, uses, uses_left,
+        requested_by, decision_id, created_at, expires_at, decided_by, decided_at, comment, updated_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    args: [
+      a.id,
+      tenantId,
+      a.session_id,
+      a.action,
+      a.digest,
+      a.status,
+      JSON.stringify({
+        params: a.params,
+        state_versions: a.state_versions,
+        policy: a.policy,
+        rules: a.rules,
+        reason: a.reason,
+        approvers: a.approvers,
+        allow_self_approval: a.allow_self_approval,
+      }),
+      a.uses,
+      a.uses_left,
+      a.requested_by,
+      a.decision_id,
+      a.created_at,
+      a.expires_at,
+      a.decided_by,
+      a.decided_at,
+      a.comment,
+      a.updated_at,
+    ],
+  };
+}
+
+/** A status change, applied only while the status is one of `change.from` (it reports 0 otherwise). */
+export function transitionApproval(
+  tenantId: string,
+  approvalId: string,
+  change: ApprovalTransition,
+): Statement {
+  return {
+    sql: `UPDATE approvals SET status = ?, updated_at = ?, decided_by = COALESCE(?, decided_by),
+        decided_at = COALESCE(?, decided_at), comment = COALESCE(?, comment)
+      WHERE tenant_id = ? AND approval_id = ? AND status IN (${marks(change.from.length)})`,
+    args: [
+      change.to,
+      change.updated_at,
+      change.decided_by ?? null,
+      change.decided_at ?? null,
+      change.comment ?? null,
+      tenantId,
+      approvalId,
+      ...change.from,
+    ],
+  };
+}
+
+/**
+ * Takes one use in one statement: the WHERE re-checks status, uses and expiry on the row it
+ * updates (PostgreSQL re-evaluates it after waiting for a concurrent writer's row lock), so the
+ * last use is taken once.
+ */
+export const consumeApproval = `UPDATE approvals
+  SET uses_left = uses_left - 1, status = CASE WHEN uses_left = 1 THEN 'used' ELSE 'approved' END, updated_at = ?
+  WHERE tenant_id = ? AND approval_id = ? AND status = 'approved' AND uses_left > 0 AND expires_at > ?
+  RETURNING uses_left, status`;
+
+const API_KEY_COLUMNS = 'id, tenant_id, name, prefix, hash, scopes, sources, created_at, revoked_at, labels';
+export const insertApiKey = `INSERT INTO api_keys (${API_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 /** Inserts only while there is no key at all (the bootstrap admin key). */
 export const insertFirstApiKey = `INSERT INTO api_keys (${API_KEY_COLUMNS})
-  SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM api_keys)`;
+  SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM api_keys)`;
 export const findApiKeyByHash = 'SELECT * FROM api_keys WHERE hash = ?';
 export const listAllApiKeys = 'SELECT * FROM api_keys ORDER BY id';
 export const listTenantApiKeys = 'SELECT * FROM api_keys WHERE tenant_id = ? ORDER BY id';

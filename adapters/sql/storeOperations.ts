@@ -17,6 +17,7 @@ import {
   itemsFromRows,
   num,
   type Row,
+  rowToApproval,
   rowToConflict,
   rowToDelivery,
   rowToEvent,
@@ -73,6 +74,14 @@ export function createSqlReader(db: SqlExecutor, dialect: SqlDialect): StoreRead
     async listDeliveries(t, webhookId, query) {
       const q = sql.listDeliveries(t, webhookId, query);
       return (await db.all(q.sql, q.args)).map(rowToDelivery);
+    },
+    async getApproval(t, id) {
+      const r = await one(sql.getApproval, [t, id]);
+      return r ? rowToApproval(r) : null;
+    },
+    async listApprovals(t, query) {
+      const q = sql.listApprovals(t, query);
+      return (await db.all(q.sql, q.args)).map(rowToApproval);
     },
   };
 }
@@ -131,6 +140,25 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
     },
     async resetDelivery(t, id, nextAttemptAt, updatedAt) {
       await db.run(sql.resetDelivery, [nextAttemptAt, updatedAt, t, id]);
+    },
+    async latestApprovalByDigest(t, digest) {
+      const r = await db.get(sql.latestApprovalByDigest, [t, digest]);
+      return r ? rowToApproval(r) : null;
+    },
+    async listDueApprovals(t, now, limit) {
+      return (await db.all(sql.listDueApprovals, [t, now, limit])).map(rowToApproval);
+    },
+    async insertApproval(t, approval) {
+      const q = sql.insertApproval(t, approval);
+      await db.run(q.sql, q.args);
+    },
+    async transitionApproval(t, id, change) {
+      const q = sql.transitionApproval(t, id, change);
+      return (await db.run(q.sql, q.args)) > 0;
+    },
+    async consumeApproval(t, id, now) {
+      const [r] = await db.runReturning(sql.consumeApproval, [now, t, id, now]);
+      return r ? { uses_left: num(r['uses_left']), status: r['status'] as 'approved' | 'used' } : null;
     },
   };
 }

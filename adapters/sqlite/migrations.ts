@@ -123,6 +123,39 @@ CREATE INDEX api_keys_by_tenant ON api_keys (tenant_id, id);
 `,
   },
   {
+    version: 2,
+    name: 'approvals and key labels',
+    // One open (pending or approved) approval per digest: the unique index stops two
+    // evaluations racing to open the same request, whatever the transaction order.
+    sql: `
+CREATE TABLE approvals (
+  approval_id TEXT PRIMARY KEY,
+  tenant_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  action TEXT NOT NULL,
+  digest TEXT NOT NULL,
+  status TEXT NOT NULL,
+  body TEXT NOT NULL,
+  uses INTEGER NOT NULL,
+  uses_left INTEGER NOT NULL,
+  requested_by TEXT,
+  decision_id TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  decided_by TEXT,
+  decided_at TEXT,
+  comment TEXT,
+  updated_at TEXT NOT NULL
+);
+CREATE INDEX approvals_by_digest ON approvals (tenant_id, digest, approval_id);
+CREATE INDEX approvals_by_status ON approvals (tenant_id, status, approval_id);
+CREATE INDEX approvals_by_session ON approvals (tenant_id, session_id, approval_id);
+CREATE UNIQUE INDEX approvals_one_open ON approvals (tenant_id, digest) WHERE status IN ('pending', 'approved');
+
+ALTER TABLE api_keys ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
+`,
+  },
+  {
     // The trace an outbox row was queued in, so its delivery attempts join that trace from any
     // instance and after a restart (it is not part of the hash-chained event).
     version: 5,

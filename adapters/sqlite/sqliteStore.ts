@@ -262,6 +262,8 @@ class SqliteStoreImpl implements SqliteStore {
   getDelivery: Store['getDelivery'] = (t, id) => this.#serial(() => this.#reader.getDelivery(t, id));
   listDeliveries: Store['listDeliveries'] = (t, w, q) =>
     this.#serial(() => this.#reader.listDeliveries(t, w, q));
+  getApproval: Store['getApproval'] = (t, id) => this.#serial(() => this.#reader.getApproval(t, id));
+  listApprovals: Store['listApprovals'] = (t, q) => this.#serial(() => this.#reader.listApprovals(t, q));
 
   // ---- transactions ------------------------------------------------------------------------
 

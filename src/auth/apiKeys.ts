@@ -6,8 +6,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { GatehouseError } from '../errors.js';
 import type { IdGenerator, RandomBytes } from '../runtime.js';
-import type { Scope } from '../schemas.js';
+import { KeyLabelSchema, type Scope } from '../schemas.js';
 import type { KeyStore, StoredApiKey } from '../store.js';
+import { parseInput } from '../validation.js';
 
 /** The prefix every Gatehouse key starts with. */
 export const KEY_PREFIX = 'gh_';
@@ -24,6 +25,8 @@ export interface Principal {
   scopes: readonly Scope[];
   /** Sources this caller may write. */
   sources: readonly string[];
+  /** The key's labels (`finance`), which a policy's approvers can name. */
+  labels: readonly string[];
 }
 
 /** Options for {@link createApiKey}. */
@@ -34,6 +37,12 @@ export interface CreateApiKeyOptions {
   scopes?: readonly Scope[];
   /** @default everything but `system` */
   sources?: readonly string[];
+  /**
+   * Labels a policy's `approval.approvers` can name (`finance`).
+   * @default []
+   * @throws {GatehouseError} `invalid_request` for a label that is not lower-case letters, digits, `_ . -`
+   */
+  labels?: readonly string[];
 }
 
 /**
@@ -81,6 +90,7 @@ function buildApiKey(
     hash: hashApiKey(secret),
     scopes: [...(options.scopes ?? ['admin'])],
     sources: [...(options.sources ?? DEFAULT_KEY_SOURCES)],
+    labels: [...new Set((options.labels ?? []).map((label) => parseInput(KeyLabelSchema, label, 'label')))],
     created_at: deps.now.toISOString(),
     revoked_at: null,
   };
@@ -102,19 +112,33 @@ export async function authenticateApiKey(store: KeyStore, token: string): Promis
   const key = await store.findApiKeyByHash(hash);
   if (!key || key.revoked_at !== null) throw unauthorized;
   if (!timingSafeEqual(Buffer.from(key.hash, 'hex'), Buffer.from(hash, 'hex'))) throw unauthorized;
-  return { tenantId: key.tenant_id, keyId: key.id, name: key.name, scopes: key.scopes, sources: key.sources };
+  return {
+    tenantId: key.tenant_id,
+    keyId: key.id,
+    name: key.name,
+    scopes: key.scopes,
+    sources: key.sources,
+    labels: key.labels,
+  };
 }
 
-/** True when the principal holds `scope` (or `admin`). */
-export function hasScope(principal: Pick<Principal, 'scopes'>, scope: Scope): boolean {
-  return principal.scopes.includes('admin') || principal.scopes.includes(scope);
+/** True when the principal holds `scope` (or `admin`); for a list, any one of them. */
+export function hasScope(principal: Pick<Principal, 'scopes'>, scope: Scope | readonly Scope[]): boolean {
+  if (principal.scopes.includes('admin')) return true;
+  return typeof scope === 'string'
+    ? principal.scopes.includes(scope)
+    : scope.some((s) => principal.scopes.includes(s));
 }
 
 /**
- * @throws {GatehouseError} `forbidden` when the principal lacks `scope`
+ * @throws {GatehouseError} `forbidden` when the principal lacks `scope` (for a list: all of them)
  */
-export function requireScope(principal: Pick<Principal, 'scopes'>, scope: Scope): void {
+export function requireScope(principal: Pick<Principal, 'scopes'>, scope: Scope | readonly Scope[]): void {
   if (!hasScope(principal, scope)) {
-    throw new GatehouseError('forbidden', `This API key lacks the '${scope}' scope.`);
+    const named =
+      typeof scope === 'string'
+        ? `the '${scope}' scope`
+        : `one of the scopes ${scope.map((s) => `'${s}'`).join(', ')}`;
+    throw new GatehouseError('forbidden', `This API key lacks ${named}.`);
   }
 }

@@ -166,6 +166,7 @@ function compileRules(
       condition,
       message,
       stringLiterals: [...new Set([...condition.stringLiterals, ...message.stringLiterals])],
+      ...(rule.approval === undefined ? {} : { approval: rule.approval }),
     });
   });
   return compiled;

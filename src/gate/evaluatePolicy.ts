@@ -10,8 +10,9 @@ import { CelCostLimitError, celCostExceeded, meteredActivation } from './celCost
 import { celErrorSummary, celTypeName } from './celMessages.js';
 import { combineVerdicts } from './combineVerdicts.js';
 import type { CelProgram } from './compileCel.js';
-import type { GateInput, GateReason, GateResult, StateView, Verdict } from './gateTypes.js';
+import type { ApprovalHold, GateInput, GateReason, GateResult, StateView, Verdict } from './gateTypes.js';
 import { type CompiledMessage, renderMessage } from './messageTemplate.js';
+import type { RuleApproval } from './policySchema.js';
 import {
   type CompiledRequirement,
   checkOpenConflicts,
@@ -29,6 +30,8 @@ export interface CompiledRule {
   readonly message: CompiledMessage;
   /** String literals of the condition and the message: the state keys the rule may read. */
   readonly stringLiterals: readonly string[];
+  /** `approval:`: a firing rule holds the action for a person rather than refusing it. */
+  readonly approval?: RuleApproval | undefined;
 }
 
 /** An `actions` entry ready to match. */
@@ -111,22 +114,63 @@ function evaluateWithPlan(program: PolicyProgram, plan: ActionPlan, input: GateI
   }
   pushUnique(reasons, requirementReasons);
 
+  // Reasons raised by rules with `approval:`, each with its rule's approval.
+  let holding: Map<GateReason, RuleApproval> | undefined;
   if (plan.rules.length > 0) {
     const activation = createActivation(input);
-    for (const rule of plan.rules)
-      runRule(rule, activation, input.state, rule.mode === 'shadow' ? shadow : reasons);
+    for (const rule of plan.rules) {
+      const target = rule.mode === 'shadow' ? shadow : reasons;
+      const before = target.length;
+      runRule(rule, activation, input.state, target);
+      // A reason pushed by the rule itself (not its `policy_error`: a failing rule is never approvable).
+      const pushed = target[before];
+      if (rule.approval && target === reasons && pushed !== undefined && pushed.rule === rule.name) {
+        holding ??= new Map();
+        holding.set(pushed, rule.approval);
+      }
+    }
   }
 
   const conflictReason = checkOpenConflicts(conflictedKeys, plan.requiredKeys, program.openConflicts);
   if (conflictReason !== undefined) reasons.push(conflictReason);
 
   const verdict = combineVerdicts(reasons.map((reason) => reason.verdict));
+  const hold = verdict === 'Block' && holding ? holdOf(reasons, holding) : undefined;
   return {
     verdict,
     reason: summarize(verdict, reasons, plan.matched, input.action),
     reasons,
     shadow,
     keysRead: keysRead(plan, input.state),
+    ...(hold === undefined ? {} : { hold }),
+  };
+}
+
+/**
+ * The approval a Block may be held for: only when every Block reason comes from a rule with
+ * `approval:`. Several such rules combine strictly: each rule's approvers must be satisfied, the
+ * shortest expiry and the fewest uses apply, and self-approval only when every rule allows it.
+ */
+function holdOf(
+  reasons: readonly GateReason[],
+  holding: ReadonlyMap<GateReason, RuleApproval>,
+): ApprovalHold | undefined {
+  const approvals: RuleApproval[] = [];
+  const rules = new Set<string>();
+  for (const reason of reasons) {
+    if (reason.verdict !== 'Block') continue;
+    const approval = holding.get(reason);
+    if (approval === undefined) return undefined;
+    approvals.push(approval);
+    rules.add(reason.rule);
+  }
+  if (approvals.length === 0) return undefined;
+  return {
+    rules: [...rules].sort(),
+    expiresInSeconds: Math.min(...approvals.map((a) => a.expires_in)),
+    approvers: approvals.map((a) => [...a.approvers].sort()).filter((list) => list.length > 0),
+    uses: Math.min(...approvals.map((a) => a.uses)),
+    allowSelfApproval: approvals.every((a) => a.allow_self_approval),
   };
 }
 

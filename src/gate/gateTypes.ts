@@ -62,6 +62,23 @@ export interface GateInput {
   now: Date;
 }
 
+/**
+ * What a held Block asks for: set on a {@link GateResult} only when every Block reason comes from
+ * a rule with `approval:` (see the policy file's "Approvals").
+ */
+export interface ApprovalHold {
+  /** Names of the rules that hold the action (sorted, unique). */
+  rules: string[];
+  /** How long the request (and an unused approval) lives, in seconds. */
+  expiresInSeconds: number;
+  /** One list per rule that names approvers: an approver needs a label or scope of each list. */
+  approvers: string[][];
+  /** Evaluations one approval releases. */
+  uses: number;
+  /** Whether the key that asked may approve its own request. */
+  allowSelfApproval: boolean;
+}
+
 /** The outcome of one gate evaluation. */
 export interface GateResult {
   /** The strictest verdict among `reasons`; `Allow` when there are none. */
@@ -74,6 +91,8 @@ export interface GateResult {
   shadow: GateReason[];
   /** State keys the decision read (sorted, unique): see {@link CompiledPolicy.evaluate}. */
   keysRead: string[];
+  /** Present when this Block may be held for a person's approval instead. */
+  hold?: ApprovalHold;
 }
 
 /** A policy compiled once, ready to evaluate many actions. */

@@ -6,6 +6,7 @@ export { combineVerdicts } from './combineVerdicts.js';
 export { type CompilePolicyOptions, compilePolicy } from './compilePolicy.js';
 export { DEFAULT_POLICY_YAML, defaultPolicy } from './defaultPolicy.js';
 export type {
+  ApprovalHold,
   CompiledPolicy,
   ConflictView,
   GateInput,

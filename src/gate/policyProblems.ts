@@ -170,5 +170,6 @@ function allowedFieldsAt(path: PolicyPath): readonly string[] | undefined {
   if (path.length === 2 && path[0] === 'actions') return ALLOWED_FIELDS.action;
   if (typeof last === 'number' && container === 'rules') return ALLOWED_FIELDS.rule;
   if (typeof last === 'number' && container === 'requires') return ALLOWED_FIELDS.requirement;
+  if (last === 'approval' && typeof container === 'number') return ALLOWED_FIELDS.approval;
   return undefined;
 }

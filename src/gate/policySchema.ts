@@ -22,6 +22,13 @@
  *     mode: enforce                 # enforce (default) | shadow: reported in `shadow`, never enforced
  *     on_error: Block               # verdict when `when` fails or is not a bool: Block (default) | Warn | Allow
  *     description: "Free text"      # optional, ignored by the gate
+ *     approval:                     # optional, Block rules only: hold the action for a person instead
+ *       expires_in: 15m             # how long the request (and an unused approval) lives: 30s, 15m, 2h, 1d
+ *                                   # (default 15m, at most 7d)
+ *       approvers: [finance]        # key labels or scopes; an approver needs one of them (default: any
+ *                                   # key with the approvals:decide scope)
+ *       uses: 1                     # evaluations one approval releases (default 1, at most 100)
+ *       allow_self_approval: false  # may the key that asked approve its own request (default false)
  * actions:
  *   "payments.*":                   # an exact action name or a glob (see below)
  *     description: "Free text"      # optional
@@ -75,6 +82,16 @@
  * fails at evaluation (or yields a non-bool) gives its `on_error` verdict with rule `policy_error`
  * (`on_error: Allow` ignores the failure).
  *
+ * ## Approvals
+ * A Block rule with `approval:` holds the action instead of refusing it outright: when every
+ * Block reason of a decision comes from such rules, the decision is a Block with reason
+ * `approval_required` and an approval request (`apr_…`) that a person may approve or deny. An
+ * approval releases only an evaluation with the same binding digest (see `approvalDigest.ts`).
+ * A decision held by several rules needs an approver who satisfies each rule's `approvers`; the
+ * shortest `expires_in` and the smallest `uses` apply, and self-approval only if every rule allows it.
+ * Any other Block reason (a missing required key, a rule without `approval:`) is a plain Block
+ * that no approval can release.
+ *
  * Messages: `{expr}` is replaced by the value of the CEL expression `expr` (same variables);
  * a placeholder that fails renders as `?`. Write `{{` and `}}` for literal braces.
  *
@@ -93,6 +110,7 @@
  * @module
  */
 import { z } from 'zod';
+import { KeyLabelSchema, SCOPES } from '../schemas.js';
 import { canonicalKey } from '../state/canonicalKey.js';
 
 /** The built-in reason names; a policy rule may not use them. */
@@ -105,6 +123,8 @@ export const BUILTIN_RULE_NAMES = [
   'open_conflicts',
   'default_verdict',
   'policy_error',
+  'approval_required',
+  'approval_denied',
 ] as const;
 
 /** The state item types used when a policy declares none. */
@@ -141,6 +161,31 @@ const stateKeySchema = z.string().transform((raw, ctx) => {
   }
 });
 
+/** Longest `approval.expires_in`: a week. */
+export const MAX_APPROVAL_SECONDS = 7 * 24 * 3600;
+
+const DURATION_UNITS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3600, d: 86400 };
+
+/** `30s`, `15m`, `2h`, `1d` → seconds; the revision sees seconds, so `15m` and `900s` are one policy. */
+const durationSchema = z
+  .string()
+  .regex(/^[1-9][0-9]{0,6}[smhd]$/, 'A duration is a whole number and a unit: 30s, 15m, 2h, 1d')
+  .transform((text) => Number(text.slice(0, -1)) * DURATION_UNITS[text.slice(-1)]!)
+  .refine((seconds) => seconds <= MAX_APPROVAL_SECONDS, { message: 'At most 7d' });
+
+/** An approver: a key label (`finance`) or a scope (`approvals:decide`, `admin`). */
+const approverSchema = z.union([KeyLabelSchema, z.enum(SCOPES)], {
+  error: `An approver is a key label (lower-case letters, digits, _ . -) or a scope: ${SCOPES.join(', ')}`,
+});
+
+/** `approval:` of a Block rule: hold the action for a person instead of refusing it. */
+export const approvalSchema = z.strictObject({
+  expires_in: durationSchema.default(15 * 60),
+  approvers: z.array(approverSchema).default([]),
+  uses: z.number().int().min(1).max(100).default(1),
+  allow_self_approval: z.boolean().default(false),
+});
+
 /** One rule: a CEL condition and the verdict it raises. */
 export const ruleSchema = z.strictObject({
   name: z
@@ -158,6 +203,7 @@ export const ruleSchema = z.strictObject({
   mode: z.enum(['enforce', 'shadow']).default('enforce'),
   on_error: verdictSchema.default('Block'),
   description: z.string().optional(),
+  approval: approvalSchema.optional(),
 });
 
 /** One state key an action depends on. A bare string is shorthand for `{ key }`. */
@@ -214,10 +260,12 @@ function crossCheck(policy: unknown, ctx: z.RefinementCtx): void {
     ctx.addIssue({ code: 'custom', path: ['sources'], message: 'At least one source is required' });
   }
   reportDuplicateNames(policy['rules'], ['rules'], ctx);
+  reportMisplacedApprovals(policy['rules'], ['rules'], ctx);
   const actions = isRecord(policy['actions']) ? policy['actions'] : {};
   for (const [pattern, entry] of Object.entries(actions)) {
     if (!isRecord(entry)) continue;
     reportDuplicateNames(entry['rules'], ['actions', pattern, 'rules'], ctx);
+    reportMisplacedApprovals(entry['rules'], ['actions', pattern, 'rules'], ctx);
     const requires = Array.isArray(entry['requires']) ? entry['requires'] : [];
     requires.forEach((requirement: unknown, index) => {
       if (!isRecord(requirement)) return;
@@ -260,6 +308,27 @@ function reportDuplicateNames(rules: unknown, path: (string | number)[], ctx: z.
   });
 }
 
+/** `approval:` only means something on an enforced Block rule: a Warn or a shadow rule holds nothing. */
+function reportMisplacedApprovals(rules: unknown, path: (string | number)[], ctx: z.RefinementCtx): void {
+  if (!Array.isArray(rules)) return;
+  rules.forEach((rule: unknown, index) => {
+    if (!isRecord(rule) || rule['approval'] === undefined) return;
+    if (rule['verdict'] !== 'Block') {
+      ctx.addIssue({
+        code: 'custom',
+        path: [...path, index, 'approval'],
+        message: 'Only a rule with verdict Block can hold an action for approval',
+      });
+    } else if (rule['mode'] === 'shadow') {
+      ctx.addIssue({
+        code: 'custom',
+        path: [...path, index, 'approval'],
+        message: 'A shadow rule is never enforced, so it cannot hold an action for approval',
+      });
+    }
+  });
+}
+
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -272,6 +341,8 @@ function stringsIn(value: unknown): readonly string[] | undefined {
 export type PolicyDocument = z.output<typeof policySchema>;
 /** One validated rule. */
 export type PolicyRule = z.output<typeof ruleSchema>;
+/** One validated `approval:` of a rule (`expires_in` in seconds). */
+export type RuleApproval = z.output<typeof approvalSchema>;
 /** One validated `requires` entry. */
 export type PolicyRequirement = z.output<typeof requirementSchema>;
 /** One validated `actions` entry. */
@@ -283,4 +354,5 @@ export const ALLOWED_FIELDS = {
   action: Object.keys(actionPolicySchema.shape),
   rule: Object.keys(ruleSchema.shape),
   requirement: ['key', 'min_trust', 'types'],
+  approval: Object.keys(approvalSchema.shape),
 } as const;

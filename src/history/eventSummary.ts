@@ -25,5 +25,14 @@ export function summarizeEvent(event: Pick<HistoryEvent, 'type' | 'data'>): stri
       return `${s('action')} → ${s('verdict')} (${s('decision_id')}): ${s('reason')}`;
     case 'action_outcome':
       return `${s('decision_id')} ${s('outcome')}`;
+    case 'approval.requested':
+      return `${s('approval_id')} ${s('action')} held by ${s('rules')} until ${s('expires_at')} (${s('decision_id')})`;
+    case 'approval.approved':
+    case 'approval.denied':
+      return `${s('approval_id')} ${event.type === 'approval.approved' ? 'approved' : 'denied'} by ${s('decided_by')}${d['comment'] ? `: ${s('comment')}` : ''}`;
+    case 'approval.expired':
+      return `${s('approval_id')} expired (was ${s('previous_status')})`;
+    case 'approval.used':
+      return `${s('approval_id')} released ${s('action')} (${s('decision_id')}), ${s('uses_left')} use(s) left`;
   }
 }

@@ -8,6 +8,7 @@ import { type Decision, EvaluateInputSchema, OutcomeInputSchema } from '../schem
 import { maskSecrets } from '../state/maskSecrets.js';
 import { parseInput } from '../validation.js';
 import { sessionSecrets } from './eventSecrets.js';
+import { settleHeldDecision } from './heldDecisions.js';
 import { assertPlausibleId, notFound } from './notFound.js';
 import type { OperationContext } from './operationContext.js';
 
@@ -57,6 +58,18 @@ export function decisionOperations(
         state_versions: stateVersions,
         evaluated_at: evaluatedAt.toISOString(),
       };
+      if (result.hold !== undefined) {
+        // A rule with `approval:` holds it: the approval bound to it decides (heldDecisions.ts).
+        return settleHeldDecision(shared, {
+          tenantId,
+          ctx,
+          decision,
+          result: { ...result, hold: result.hold },
+          params,
+          context,
+          secrets,
+        });
+      }
       const masked = maskSecrets(decision, 'decision', secrets) as Decision;
       await shared.transaction((tx) =>
         append(tx, tenantId, [

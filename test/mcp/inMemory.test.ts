@@ -42,6 +42,7 @@ describe('MCP tools (in-memory)', () => {
       'read_history',
       'record_state',
       'resolve_conflict',
+      'wait_for_approval',
     ]);
     for (const tool of tools) {
       expect(tool.title, tool.name).toBeTruthy();

@@ -91,6 +91,7 @@ describe.skipIf(!installed)(
         'read_history',
         'record_state',
         'resolve_conflict',
+        'wait_for_approval',
       ]);
       expect(tools.every((t) => t.outputSchema !== undefined)).toBe(true);
 

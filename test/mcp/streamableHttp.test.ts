@@ -71,6 +71,7 @@ describe('MCP over Streamable HTTP', () => {
       'read_history',
       'record_state',
       'resolve_conflict',
+      'wait_for_approval',
     ]);
     // A key's sources (here the default: everything but system) are what its client may claim.
     expect(tools.find((t) => t.name === 'record_state')?.description).toContain(

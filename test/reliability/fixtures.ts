@@ -27,7 +27,7 @@ export const cli = join(root, 'dist/adapters/cli/main.js');
 // ---- the route table --------------------------------------------------------------------------
 
 /** Path parameters a route reads; filled from real objects or fuzzed. */
-export type PathParam = 'key' | 'version' | 'conflict' | 'decision' | 'webhook' | 'delivery';
+export type PathParam = 'key' | 'version' | 'conflict' | 'decision' | 'webhook' | 'delivery' | 'approval';
 
 /** One /v1 route: how to call it and the scope it needs. */
 export interface Route {
@@ -36,6 +36,8 @@ export interface Route {
   pattern: string;
   /** `null`: any valid key (`GET /v1/me`). */
   scope: Scope | null;
+  /** Other scopes that also grant the route (any one of them will do). */
+  anyOf?: readonly Scope[];
   params: readonly PathParam[];
   /** Required query (the route answers 422 without it). */
   query?: Record<string, string>;
@@ -131,6 +133,28 @@ export const ROUTES: readonly Route[] = [
     scope: 'webhooks:manage',
     params: ['webhook', 'delivery'],
   },
+  { method: 'GET', pattern: '/v1/approvals', scope: 'approvals:decide', params: [] },
+  {
+    method: 'GET',
+    pattern: '/v1/approvals/:id',
+    scope: 'gate:evaluate',
+    anyOf: ['approvals:decide'],
+    params: ['approval'],
+  },
+  {
+    method: 'POST',
+    pattern: '/v1/approvals/:id/approve',
+    scope: 'approvals:decide',
+    params: ['approval'],
+    body: () => ({ comment: 'ok' }),
+  },
+  {
+    method: 'POST',
+    pattern: '/v1/approvals/:id/deny',
+    scope: 'approvals:decide',
+    params: ['approval'],
+    body: () => ({}),
+  },
 ];
 
 /** The route's path with its parameters filled in (each percent-encoded). */
@@ -162,6 +186,12 @@ actions:
         when: "has(params.amount) && double(params.amount) > state['budget.limit'].number"
         verdict: Block
         message: "Transfer of {params.amount} exceeds the budget of {state['budget.limit'].value}"
+  "refunds.*":
+    rules:
+      - name: refund_review
+        when: "true"
+        verdict: Block
+        approval: { expires_in: 1h }
 `;
 
 /** A pino logger writing JSON lines into memory, at `debug`. */
@@ -213,6 +243,7 @@ export async function createWorld(
     'gate:evaluate',
     'history:read',
     'webhooks:manage',
+    'approvals:decide',
     'admin',
   ] as const) {
     scoped[scope] = (await make([scope])).secret;
@@ -229,6 +260,7 @@ export async function createWorld(
   const webhook = await gh.createWebhook({ url: 'https://hooks.example.com/x', events: ['*'] });
   await gh.recordState({ ...budget, key: 'budget.currency', value: 'EUR' });
   const [delivery] = await gh.listDeliveries(webhook.id);
+  const held = await gh.evaluate({ session_id: 's1', action: 'refunds.issue', params: { order: 'o-1' } });
   return {
     store,
     gh,
@@ -241,6 +273,7 @@ export async function createWorld(
       decision: decision.decision_id,
       webhook: webhook.id,
       delivery: delivery!.delivery_id,
+      approval: held.approval!.id,
     },
   };
 }

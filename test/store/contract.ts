@@ -13,7 +13,7 @@ import {
   type Store,
   type StoredWebhook,
 } from '../../src/index.js';
-import { BUDGET_POLICY } from '../support/policies.js';
+import { APPROVAL_POLICY, BUDGET_POLICY } from '../support/policies.js';
 
 /** How a test suite makes a fresh, empty store of one kind. */
 export interface StoreFactory {
@@ -507,6 +507,134 @@ export function runStoreContract(factory: StoreFactory): void {
       });
     });
 
+    describe('approvals', () => {
+      const finance = { keyId: 'key_fin', scopes: ['approvals:decide' as const], labels: ['finance'] };
+      let approvals: Gatehouse;
+      const transfer = { session_id: 's1', action: 'payments.transfer', params: { amount: 9000 } };
+
+      beforeEach(async () => {
+        approvals = createGatehouse({
+          store,
+          clock,
+          ids: createIdGenerator(clock),
+          policy: compilePolicy(APPROVAL_POLICY),
+        });
+        await approvals.recordState(item());
+      });
+
+      it('stores, finds by digest, lists newest first and round-trips every field', async () => {
+        const held = await approvals.evaluate(transfer, { keyId: 'key_agent' });
+        const stored = (await store.getApproval('default', held.approval!.id))!;
+        expect(stored).toEqual(await approvals.getApproval(held.approval!.id));
+        expect(stored).toMatchObject({ requested_by: 'key_agent', uses_left: 1, comment: null });
+        const latest = await store.transaction((tx) => tx.latestApprovalByDigest('default', stored.digest));
+        expect(latest).toEqual(stored);
+        expect(await store.getApproval('t2', stored.id)).toBeNull();
+        clock.advance(1);
+        await approvals.evaluate({ ...transfer, params: { amount: 9999 } });
+        const listed = await store.listApprovals('default', { limit: 10 });
+        expect(listed.map((a) => a.params['amount'])).toEqual([9999, 9000]);
+        expect(await store.listApprovals('default', { limit: 10, before_id: listed[0]!.id })).toEqual([
+          stored,
+        ]);
+        expect(await store.listApprovals('default', { limit: 10, status: 'approved' })).toEqual([]);
+      });
+
+      it('a transition applies only from the expected status', async () => {
+        const held = await approvals.evaluate(transfer);
+        const id = held.approval!.id;
+        const at = clock().toISOString();
+        const change = {
+          to: 'denied' as const,
+          updated_at: at,
+          decided_by: 'k',
+          decided_at: at,
+          comment: 'no',
+        };
+        expect(
+          await store.transaction((tx) =>
+            tx.transitionApproval('default', id, { ...change, from: ['approved'] }),
+          ),
+        ).toBe(false);
+        expect(
+          await store.transaction((tx) =>
+            tx.transitionApproval('default', id, { ...change, from: ['pending'] }),
+          ),
+        ).toBe(true);
+        expect(await store.getApproval('default', id)).toMatchObject({
+          status: 'denied',
+          decided_by: 'k',
+          comment: 'no',
+        });
+      });
+
+      it('refuses a second open approval for one digest', async () => {
+        const held = await approvals.evaluate(transfer);
+        const stored = (await store.getApproval('default', held.approval!.id))!;
+        const copy = { ...stored, id: `${stored.id}x` };
+        await expect(store.transaction((tx) => tx.insertApproval('default', copy))).rejects.toThrow();
+        expect((await store.listApprovals('default', { limit: 10 })).length).toBe(1);
+      });
+
+      it('takes the last use exactly once, even when raced; never after expiry', async () => {
+        const held = await approvals.evaluate(transfer);
+        const id = held.approval!.id;
+        await approvals.approve(id, {}, finance);
+        const now = clock().toISOString();
+        const takes = await Promise.all(
+          Array.from({ length: 8 }, () => store.transaction((tx) => tx.consumeApproval('default', id, now))),
+        );
+        expect(takes.filter((t) => t !== null)).toEqual([{ uses_left: 0, status: 'used' }]);
+        expect(await store.getApproval('default', id)).toMatchObject({ status: 'used', uses_left: 0 });
+
+        clock.advance(1);
+        const second = await approvals.evaluate({ ...transfer, params: { amount: 9001 } });
+        await approvals.approve(second.approval!.id, {}, finance);
+        const late = new Date(clock().getTime() + 15 * 60 * 1000).toISOString();
+        expect(
+          await store.transaction((tx) => tx.consumeApproval('default', second.approval!.id, late)),
+        ).toBeNull();
+        const due = await store.transaction((tx) => tx.listDueApprovals('default', late, 10));
+        expect(due.map((a) => a.id)).toEqual([second.approval!.id]);
+      });
+
+      it('concurrent evaluations consume one approval once', async () => {
+        const held = await approvals.evaluate(transfer);
+        await approvals.approve(held.approval!.id, {}, finance);
+        const decisions = await Promise.all(Array.from({ length: 6 }, () => approvals.evaluate(transfer)));
+        expect(decisions.filter((d) => d.verdict === 'Allow')).toHaveLength(1);
+        const pending = new Set(decisions.filter((d) => d.verdict === 'Block').map((d) => d.approval!.id));
+        expect(pending.size).toBe(1);
+        expect((await approvals.verifyHistory()).ok).toBe(true);
+      });
+
+      it('moves with a dump, labels of keys included', async () => {
+        await approvals.evaluate(transfer);
+        await store.insertApiKey({
+          id: 'key_l',
+          tenant_id: 'default',
+          name: 'fin',
+          prefix: 'gh_abc',
+          hash: 'f'.repeat(64),
+          scopes: ['approvals:decide'],
+          sources: [],
+          created_at: clock().toISOString(),
+          revoked_at: null,
+          labels: ['finance'],
+        });
+        const target = await factory.open();
+        try {
+          await target.loadRows(store.dumpRows());
+          expect(await target.listApprovals('default', { limit: 10 })).toEqual(
+            await store.listApprovals('default', { limit: 10 }),
+          );
+          expect((await target.findApiKeyByHash('f'.repeat(64)))?.labels).toEqual(['finance']);
+        } finally {
+          await target.close();
+        }
+      });
+    });
+
     describe('api keys', () => {
       it('stores keys by hash, lists by tenant, revokes', async () => {
         const key = {
@@ -519,6 +647,7 @@ export function runStoreContract(factory: StoreFactory): void {
           sources: ['tool_output'],
           created_at: clock().toISOString(),
           revoked_at: null,
+          labels: [],
         };
         await store.insertApiKey(key);
         expect(await store.findApiKeyByHash(key.hash)).toEqual(key);
@@ -540,6 +669,7 @@ export function runStoreContract(factory: StoreFactory): void {
           sources: ['user_input'],
           created_at: clock().toISOString(),
           revoked_at: null,
+          labels: [],
         });
         const results = await Promise.all([1, 2, 3, 4].map((i) => store.insertFirstApiKey(make(i))));
         expect(results.filter(Boolean)).toHaveLength(1);

@@ -15,6 +15,11 @@ describe('WEBHOOK_EVENT_TYPES', () => {
       'conflict_resolved',
       'gate_evaluation',
       'action_outcome',
+      'approval.requested',
+      'approval.approved',
+      'approval.denied',
+      'approval.expired',
+      'approval.used',
     ]);
   });
 

@@ -8,6 +8,7 @@ import { listStateTool } from './listState.js';
 import { readHistoryTool } from './readHistory.js';
 import { recordStateTool } from './recordState.js';
 import { resolveConflictTool } from './resolveConflict.js';
+import { waitForApprovalTool } from './waitForApproval.js';
 
 export { defineTool, type GatehouseTool, type ToolAnswer, type ToolSpec } from './defineTool.js';
 export type { CallTracker, ToolEnvironment } from './toolEnvironment.js';
@@ -19,4 +20,5 @@ export const GATEHOUSE_TOOLS: readonly GatehouseTool[] = [
   readHistoryTool,
   listStateTool,
   resolveConflictTool,
+  waitForApprovalTool,
 ];

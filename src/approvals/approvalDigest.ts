@@ -1,0 +1,60 @@
+/**
+ * The binding of an approval: a digest Gatehouse computes itself, at the enforcement point, over
+ * everything that made the held decision what it was. It is never taken from a caller.
+ *
+ * What it covers, as RFC 8785 canonical JSON (the `canonicalize` package), hashed with SHA-256:
+ * - `tenant`, `session_id`, `action`;
+ * - `params`: the action's parameters as the contract parsed them (`EvaluateInputSchema`: a JSON
+ *   object of at most 16 KiB and 32 levels, finite numbers only). Canonical JSON normalises key
+ *   order, whitespace, string escapes and number spelling (`1.0`, `1e0` and `1` are one number;
+ *   `-0` is `0`). It does not coerce types: `{"id": "7"}` and `{"id": 7}` are different actions,
+ *   exactly as the policy's CEL sees them. Absent keys stay absent (Gatehouse knows no tool
+ *   schema to fill defaults from);
+ * - `state_versions`: the version of every state item the decision read (required keys and the
+ *   keys its rules name), so a changed item, or an item that appears, breaks the binding;
+ * - `policy_revision`: the content hash of the policy in force;
+ * - `rules`: the names of the rules that held the action, so an approval for one rule never
+ *   releases a hold by another.
+ * `context` is left out on purpose: it is caller-supplied metadata (tool call IDs, traces) that
+ * differs on every call; rules that read it are still evaluated on every call.
+ */
+import { createHash } from 'node:crypto';
+import canonicalizeModule from 'canonicalize';
+
+// canonicalize is CommonJS with an ESM-style declaration: the default import is the function.
+const canonicalize = canonicalizeModule as unknown as (input: unknown) => string | undefined;
+
+/** What an approval is bound to. */
+export interface ApprovalBinding {
+  tenantId: string;
+  sessionId: string;
+  action: string;
+  params: Record<string, unknown>;
+  stateVersions: Readonly<Record<string, number>>;
+  policyRevision: string;
+  rules: readonly string[];
+}
+
+/** The format version of the digest input: bumped if what it covers ever changes. */
+const BINDING_VERSION = 1;
+
+/**
+ * SHA-256 (hex) over the canonical JSON of the binding.
+ * @example approvalDigest({ tenantId: 'default', sessionId: 's1', action: 'payments.transfer',
+ *   params: { amount: 9000 }, stateVersions: { 'budget.limit': 1 }, policyRevision: 'ab…', rules: ['large_transfer'] })
+ */
+export function approvalDigest(binding: ApprovalBinding): string {
+  const canonical = canonicalize({
+    v: BINDING_VERSION,
+    tenant: binding.tenantId,
+    session_id: binding.sessionId,
+    action: binding.action,
+    params: binding.params,
+    state_versions: binding.stateVersions,
+    policy_revision: binding.policyRevision,
+    rules: [...binding.rules].sort(),
+  });
+  // The contract refuses what canonical JSON cannot hold (Infinity, NaN), so this never happens.
+  if (canonical === undefined) throw new Error('The approval binding is not JSON.');
+  return createHash('sha256').update(canonical).digest('hex');
+}

@@ -1,0 +1,44 @@
+/**
+ * Waking long-polls: `GET /v1/approvals/{id}?wait=…` sleeps between store reads and is woken at
+ * once when this instance decides the approval. Another instance's decision is seen at the next
+ * read (the store is the only shared truth), so the sleeps back off from 100 ms to 2 s.
+ */
+
+/** First pause between two reads of a pending approval, in ms. */
+export const FIRST_POLL_MS = 100;
+/** Longest pause between two reads, in ms: how late another instance's decision can be seen. */
+export const MAX_POLL_MS = 2000;
+
+/** Sleeps that a local decision cuts short. */
+export interface ApprovalWaiters {
+  /** Resolves after `ms`, or as soon as `notify(key)` is called. */
+  sleep(key: string, ms: number): Promise<void>;
+  /** Wakes every sleeper on `key`. */
+  notify(key: string): void;
+}
+
+/** Creates the waiters of one Gatehouse instance. */
+export function createApprovalWaiters(): ApprovalWaiters {
+  const sleepers = new Map<string, Set<() => void>>();
+  return {
+    sleep(key, ms) {
+      return new Promise<void>((resolve) => {
+        const set = sleepers.get(key) ?? new Set();
+        sleepers.set(key, set);
+        const wake = () => {
+          clearTimeout(timer);
+          set.delete(wake);
+          if (set.size === 0 && sleepers.get(key) === set) sleepers.delete(key);
+          resolve();
+        };
+        // Unref'd: a waiting request must not keep a closing process alive.
+        const timer = setTimeout(wake, Math.max(0, ms));
+        timer.unref?.();
+        set.add(wake);
+      });
+    },
+    notify(key) {
+      for (const wake of [...(sleepers.get(key) ?? [])]) wake();
+    },
+  };
+}

@@ -1,0 +1,46 @@
+/**
+ * Who may decide an approval: a caller that satisfies every `approvers` list of the rules that
+ * held the action (a key label or a scope of each list), and that is not the caller who asked,
+ * unless every such rule says `allow_self_approval: true`.
+ */
+import { GatehouseError } from '../errors.js';
+import type { CallContext } from '../gatehouseTypes.js';
+import { type Approval, SCOPES } from '../schemas.js';
+
+/** How an in-process caller (no API key) is named on the approvals it decides. */
+export const IN_PROCESS_CALLER = 'in-process';
+
+/** The caller's identity on an approval: its key ID, or `null` for an in-process call. */
+export function callerIdentity(ctx: CallContext | undefined): string | null {
+  return ctx?.keyId ?? null;
+}
+
+function holds(ctx: CallContext | undefined, approver: string): boolean {
+  if ((SCOPES as readonly string[]).includes(approver)) {
+    // No scopes on the context: an in-process caller, which holds every scope.
+    const scopes = ctx?.scopes;
+    return scopes === undefined || scopes.includes('admin') || scopes.includes(approver as never);
+  }
+  return ctx?.labels?.includes(approver) ?? false;
+}
+
+/**
+ * @throws {GatehouseError} `forbidden` when the caller asked for this approval itself (and the
+ *   policy does not allow that) or lacks a label or scope one of the rules requires
+ */
+export function assertMayDecide(approval: Approval, ctx: CallContext | undefined): void {
+  if (!approval.allow_self_approval && approval.requested_by === callerIdentity(ctx)) {
+    throw new GatehouseError(
+      'forbidden',
+      `The caller that asked for approval '${approval.id}' cannot decide it; another approver must.`,
+    );
+  }
+  for (const list of approval.approvers) {
+    if (!list.some((approver) => holds(ctx, approver))) {
+      throw new GatehouseError(
+        'forbidden',
+        `Approval '${approval.id}' needs an approver with one of: ${list.join(', ')}.`,
+      );
+    }
+  }
+}

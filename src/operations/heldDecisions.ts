@@ -1,0 +1,254 @@
+/**
+ * The evaluation of an action that a rule with `approval:` holds: in one transaction, find the
+ * approval bound to exactly this action and state (by digest), and
+ * - consume it when it is approved, unexpired and has uses left → Allow citing it;
+ * - else return the pending one (no duplicate request) → Block `approval_required`;
+ * - else, while a denial of this digest is in force (until its `expires_at`) → Block `approval_denied`;
+ * - else open a new request → Block `approval_required`.
+ * The `gate_evaluation` event and the approval events land in the same transaction.
+ */
+import { approvalDigest } from '../approvals/approvalDigest.js';
+import { IN_PROCESS_CALLER } from '../approvals/approverCheck.js';
+import { combineVerdicts, type GateReason, type GateResult } from '../gate/index.js';
+import type { CallContext } from '../gatehouseTypes.js';
+import type { Approval, Decision } from '../schemas.js';
+import { maskSecrets } from '../state/maskSecrets.js';
+import type { StoreTx } from '../store.js';
+import type { EventDraft } from './appendEvents.js';
+import type { OperationContext } from './operationContext.js';
+
+/** What {@link settleHeldDecision} needs from the evaluation. */
+export interface HeldEvaluation {
+  tenantId: string;
+  ctx: CallContext | undefined;
+  /** The decision as the policy made it (a Block, not yet masked). */
+  decision: Decision;
+  result: GateResult & { hold: NonNullable<GateResult['hold']> };
+  params: Record<string, unknown>;
+  context: Record<string, unknown>;
+  secrets: ReadonlySet<string>;
+}
+
+/** True when a pending or approved approval is past its `expires_at` at `now`. */
+export function isDue(approval: Approval, now: string): boolean {
+  return (approval.status === 'pending' || approval.status === 'approved') && approval.expires_at <= now;
+}
+
+/**
+ * Marks a due approval `expired` and queues its `approval.expired` event; false when another
+ * transaction changed it first.
+ */
+export async function expireApproval(
+  tx: StoreTx,
+  tenantId: string,
+  approval: Approval,
+  now: string,
+  drafts: EventDraft[],
+): Promise<boolean> {
+  const changed = await tx.transitionApproval(tenantId, approval.id, {
+    from: ['pending', 'approved'],
+    to: 'expired',
+    updated_at: now,
+  });
+  if (changed) {
+    drafts.push({
+      type: 'approval.expired',
+      session_id: approval.session_id,
+      data: {
+        approval_id: approval.id,
+        action: approval.action,
+        previous_status: approval.status,
+        expires_at: approval.expires_at,
+      },
+    });
+  }
+  return changed;
+}
+
+/** Decides a held evaluation and records it; resolves to the decision (secrets masked). */
+export async function settleHeldDecision(shared: OperationContext, held: HeldEvaluation): Promise<Decision> {
+  const { store, append } = shared;
+  const { tenantId, decision: base, result, secrets } = held;
+  const { hold } = result;
+  const digest = approvalDigest({
+    tenantId,
+    sessionId: base.session_id,
+    action: base.action,
+    params: held.params,
+    stateVersions: base.state_versions,
+    policyRevision: base.policy.revision,
+    rules: hold.rules,
+  });
+  const now = base.evaluated_at;
+  const maskedParams = maskSecrets(held.params, 'params', secrets) as Record<string, unknown>;
+
+  return store.transaction(async (tx) => {
+    // Every event writer of the tenant takes this lock anyway; taking it first makes "find the
+    // approval, then consume or create it" one step across instances.
+    await tx.lockChainHead(tenantId);
+    const before: EventDraft[] = [];
+    const after: EventDraft[] = [];
+    let live = await tx.latestApprovalByDigest(tenantId, digest);
+    if (live && isDue(live, now)) {
+      await expireApproval(tx, tenantId, live, now, before);
+      live = { ...live, status: 'expired' };
+    }
+
+    let decision: Decision | undefined;
+    if (live?.status === 'approved') {
+      const taken = await tx.consumeApproval(tenantId, live.id, now);
+      if (taken) {
+        decision = released(base, result, { ...live, ...taken });
+        after.push({
+          type: 'approval.used',
+          session_id: live.session_id,
+          data: {
+            approval_id: live.id,
+            decision_id: base.decision_id,
+            action: live.action,
+            decided_by: live.decided_by,
+            uses_left: taken.uses_left,
+          },
+        });
+      }
+    }
+    if (decision === undefined) {
+      if (live?.status === 'pending') {
+        decision = heldBlock(base, live);
+      } else if (live?.status === 'denied' && live.expires_at > now) {
+        decision = deniedBlock(base, live);
+      } else {
+        const approval = newApproval(shared, held, digest, maskedParams);
+        await tx.insertApproval(tenantId, approval);
+        decision = heldBlock(base, approval);
+        after.push({
+          type: 'approval.requested',
+          session_id: approval.session_id,
+          data: {
+            approval_id: approval.id,
+            decision_id: approval.decision_id,
+            action: approval.action,
+            params: approval.params,
+            state_versions: approval.state_versions,
+            policy_revision: approval.policy.revision,
+            rules: approval.rules,
+            reason: approval.reason,
+            digest: approval.digest,
+            approvers: approval.approvers,
+            uses: approval.uses,
+            requested_by: approval.requested_by,
+            expires_at: approval.expires_at,
+          },
+        });
+      }
+    }
+
+    const masked = maskSecrets(decision, 'decision', secrets) as Decision;
+    await append(tx, tenantId, [
+      ...before,
+      {
+        type: 'gate_evaluation',
+        session_id: base.session_id,
+        decision_id: base.decision_id,
+        data: {
+          ...masked,
+          params: maskedParams,
+          context: maskSecrets(held.context, 'context', secrets),
+        },
+      },
+      ...after,
+    ]);
+    return masked;
+  });
+
+  function newApproval(
+    ctxShared: OperationContext,
+    evaluation: HeldEvaluation,
+    bindingDigest: string,
+    params: Record<string, unknown>,
+  ): Approval {
+    const created = new Date(base.evaluated_at);
+    return {
+      id: ctxShared.ids('apr'),
+      status: 'pending',
+      session_id: base.session_id,
+      action: base.action,
+      params,
+      state_versions: base.state_versions,
+      policy: base.policy,
+      rules: hold.rules,
+      reason: maskSecrets(evaluation.result.reason, 'reason', secrets) as string,
+      digest: bindingDigest,
+      approvers: hold.approvers,
+      allow_self_approval: hold.allowSelfApproval,
+      uses: hold.uses,
+      uses_left: hold.uses,
+      requested_by: evaluation.ctx?.keyId ?? null,
+      decision_id: base.decision_id,
+      created_at: base.evaluated_at,
+      expires_at: new Date(created.getTime() + hold.expiresInSeconds * 1000).toISOString(),
+      decided_by: null,
+      decided_at: null,
+      comment: null,
+      updated_at: base.evaluated_at,
+    };
+  }
+}
+
+function citation(approval: Approval, status: Approval['status']): NonNullable<Decision['approval']> {
+  return {
+    id: approval.id,
+    status,
+    expires_at: approval.expires_at,
+    rules: approval.rules,
+    decided_by: approval.decided_by,
+  };
+}
+
+/** Block `approval_required`, citing the pending approval. */
+function heldBlock(base: Decision, approval: Approval): Decision {
+  const message = `Held for approval ${approval.id} (expires ${approval.expires_at}): ${base.reason} Do not perform this action until a person approves it.`;
+  const reason: GateReason = { rule: 'approval_required', verdict: 'Block', message, keys: [] };
+  return {
+    ...base,
+    reason: message,
+    reasons: [...base.reasons, reason],
+    approval: citation(approval, 'pending'),
+  };
+}
+
+/** Block `approval_denied`: a person said no to exactly this action and state. */
+function deniedBlock(base: Decision, approval: Approval): Decision {
+  const by = approval.decided_by ?? IN_PROCESS_CALLER;
+  const comment = approval.comment ? ` (“${approval.comment}”)` : '';
+  const message = `Denied by ${by} in approval ${approval.id}${comment}: ${base.reason}`;
+  const reason: GateReason = { rule: 'approval_denied', verdict: 'Block', message, keys: [] };
+  return {
+    ...base,
+    reason: message,
+    reasons: [...base.reasons, reason],
+    approval: citation(approval, 'denied'),
+  };
+}
+
+/**
+ * The Allow (or Warn, when a Warn reason remains) an approval releases: the Block reasons it
+ * released are named in `reason` and `approval.rules`, no longer enforced.
+ */
+function released(
+  base: Decision,
+  result: HeldEvaluation['result'],
+  approval: Approval & { uses_left: number; status: Approval['status'] },
+): Decision {
+  const remaining = base.reasons.filter((r) => r.verdict !== 'Block');
+  const verdict = combineVerdicts(remaining.map((r) => r.verdict));
+  const by = approval.decided_by ?? IN_PROCESS_CALLER;
+  return {
+    ...base,
+    verdict,
+    allowed: true,
+    reason: `Approved by ${by} in approval ${approval.id}: released ${result.hold.rules.join(', ')} (${approval.uses_left} use(s) left).`,
+    reasons: remaining,
+    approval: citation(approval, approval.status),
+  };
+}
