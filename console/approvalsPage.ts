@@ -1,65 +1,97 @@
 /**
  * Approvals (issue 16): the queue of held actions, approve / deny with a comment, who decided
- * what. Written against the routes the issue names (`GET /v1/approvals`, `GET /v1/approvals/{id}`,
- * `POST /v1/approvals/{id}/approve|deny`); the shell hides the page where the server answers 404.
- * Fields are read defensively until that API's shape is final.
+ * what. Reads the shapes of `GET /v1/approvals` (ApprovalPageSchema, paged by `next_cursor`) and
+ * `GET /v1/approvals/{id}` (ApprovalSchema); decides with `POST /v1/approvals/{id}/approve|deny`.
+ * Listing needs `approvals:decide`; one approval may also be read with `gate:evaluate`.
  */
-import { ApiError, get, post, seg } from './api.js';
+import { get, post, seg } from './api.js';
 import { badge, errorBox, facts, h, json, link, replace, row, shortId, table, time } from './dom.js';
+import type { HistoryEvent } from './historyPage.js';
 import type { Page, PageContext } from './pageTypes.js';
 
-/** An approval as far as the console reads it. */
-interface Approval {
-  id?: string;
-  approval_id?: string;
-  status: string;
-  session_id?: string;
-  action?: string;
-  decision_id?: string;
-  params?: unknown;
-  requested_by?: string;
-  created_at?: string;
-  requested_at?: string;
-  expires_at?: string;
-  decided_by?: string | null;
-  decided_at?: string | null;
-  comment?: string | null;
+/** Where an approval stands (ApprovalStatusSchema). */
+export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'expired' | 'used';
+
+/** An approval as the API answers it (ApprovalSchema in src/schemas.ts). */
+export interface Approval {
+  id: string;
+  status: ApprovalStatus;
+  session_id: string;
+  action: string;
+  params: Record<string, unknown>;
+  state_versions: Record<string, number>;
+  policy: { revision: string };
+  rules: string[];
+  reason: string;
+  digest: string;
+  approvers: string[][];
+  allow_self_approval: boolean;
+  uses: number;
+  uses_left: number;
+  requested_by: string | null;
+  decision_id: string;
+  created_at: string;
+  expires_at: string;
+  decided_by: string | null;
+  decided_at: string | null;
+  comment: string | null;
+  updated_at: string;
 }
 
 interface ApprovalList {
   approvals: Approval[];
-  next_cursor?: string | null;
+  next_cursor: string | null;
 }
 
-const idOf = (a: Approval) => a.id ?? a.approval_id ?? '';
-const STATUSES = ['pending', 'approved', 'denied', 'expired', 'used'];
+const STATUSES: ApprovalStatus[] = ['pending', 'approved', 'denied', 'expired', 'used'];
+const PAGE_SIZE = 50;
+/** The header counts up to this many pending approvals, then shows `N+`. */
+const COUNT_LIMIT = 100;
 
-/** The number of pending approvals, or undefined where the server has no approvals. */
-export async function pendingCount(): Promise<number | undefined> {
-  try {
-    const list = await get<ApprovalList>('/v1/approvals', { status: 'pending', limit: 100 });
-    return list.approvals.length;
-  } catch (error) {
-    if (error instanceof ApiError) return undefined;
-    throw error;
+/** The pending count for the header: `"3"`, `"100+"`, or `""` when none. */
+export async function pendingCount(): Promise<string> {
+  const list = await get<ApprovalList>('/v1/approvals', { status: 'pending', limit: COUNT_LIMIT });
+  const n = list.approvals.length;
+  if (n === 0) return '';
+  return list.next_cursor === null ? String(n) : `${n}+`;
+}
+
+/** A key ID, marked when it is the signed-in key. */
+export function keyLabel(keyId: string | null, ctx: PageContext): Node | string {
+  if (keyId === null) return '—';
+  return h(
+    'span',
+    {},
+    h('span', { class: 'mono' }, keyId),
+    keyId === ctx.me.key_id ? h('span', { class: 'muted' }, ' (you)') : null,
+  );
+}
+
+/** Why this key may not decide `approval`, or null when the server will judge it. */
+function cannotDecide(approval: Approval, ctx: PageContext): string | null {
+  if (approval.status !== 'pending') return `This approval is ${approval.status}.`;
+  if (!ctx.can('approvals:decide')) return 'Deciding needs the approvals:decide scope.';
+  if (!approval.allow_self_approval && approval.requested_by === ctx.me.key_id) {
+    return 'This key asked for the approval; another approver must decide.';
   }
+  return null;
 }
 
-function decideForm(approval: Approval, ctx: PageContext, done: () => void): HTMLElement {
-  const id = idOf(approval);
-  const inputId = `comment-${id}`;
+function decideForm(approval: Approval, ctx: PageContext, done: (decided: Approval) => void): HTMLElement {
+  const inputId = `comment-${approval.id}`;
   const comment = h('input', { id: inputId, name: 'comment', autocomplete: 'off', maxlength: 1000 });
   const message = h('div', { 'aria-live': 'polite' });
   const decide = (verb: 'approve' | 'deny') => async (event: Event) => {
     const button = event.currentTarget as HTMLButtonElement;
     button.disabled = true;
+    const text = comment.value.trim();
     try {
-      await post(
-        `/v1/approvals/${seg(id)}/${verb}`,
-        comment.value.trim() ? { comment: comment.value.trim() } : {},
+      const decided = await post<Approval>(
+        `/v1/approvals/${seg(approval.id)}/${verb}`,
+        text ? { comment: text } : {},
       );
       ctx.refreshHeader();
-      done();
+      done(decided);
     } catch (error) {
       replace(message, errorBox(error));
       button.disabled = false;
@@ -67,124 +99,271 @@ function decideForm(approval: Approval, ctx: PageContext, done: () => void): HTM
   };
   return h(
     'div',
-    { class: 'actions' },
+    { class: 'decide' },
     h('label', { for: inputId }, 'Comment (optional)', comment),
     h(
-      'button',
-      { type: 'button', onclick: decide('approve'), 'aria-label': `Approve ${approval.action ?? id}` },
-      'Approve',
-    ),
-    h(
-      'button',
-      {
-        type: 'button',
-        class: 'danger',
-        onclick: decide('deny'),
-        'aria-label': `Deny ${approval.action ?? id}`,
-      },
-      'Deny',
+      'div',
+      { class: 'actions' },
+      h(
+        'button',
+        {
+          type: 'button',
+          onclick: decide('approve'),
+          'aria-label': `Approve ${approval.action} (${approval.id})`,
+        },
+        'Approve',
+      ),
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'danger',
+          onclick: decide('deny'),
+          'aria-label': `Deny ${approval.action} (${approval.id})`,
+        },
+        'Deny',
+      ),
     ),
     message,
   );
 }
 
+/** `amount=9000, to="acct-9"`, cut to a table cell's width. */
+function paramsLine(params: Record<string, unknown>): HTMLElement {
+  const text = Object.entries(params)
+    .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+    .join(', ');
+  return h('span', { class: 'mono', title: text }, text.length > 80 ? `${text.slice(0, 80)}…` : text);
+}
+
 async function renderQueue(root: HTMLElement, ctx: PageContext): Promise<void> {
   const status = ctx.query.get('status') ?? 'pending';
+  const session = ctx.query.get('session') ?? '';
+  const query = () => {
+    const q = new URLSearchParams();
+    q.set('status', select.value);
+    if (sessionInput.value.trim()) q.set('session', sessionInput.value.trim());
+    return `approvals?${q}`;
+  };
   const select = h(
     'select',
-    { id: 'a-status', onchange: () => ctx.navigate(`approvals?status=${select.value}`) },
+    { id: 'a-status', name: 'status', onchange: () => ctx.navigate(query()) },
     ...[...STATUSES, 'all'].map((s) => h('option', { value: s, selected: s === status }, s)),
   );
-  const list = await get<ApprovalList>('/v1/approvals', {
-    status: status === 'all' ? undefined : status,
-    limit: 50,
-  });
-  const canDecide = ctx.can('approvals:decide');
-  replace(
-    root,
-    h('div', { class: 'toolbar' }, h('label', { for: 'a-status' }, 'Status', select)),
-    table(
-      status === 'pending' ? 'Held actions waiting for a decision' : `Approvals: ${status}`,
-      [
-        'Action',
-        'Session',
-        'Status',
-        'Requested',
-        'Expires',
-        'Decided by',
-        canDecide && status === 'pending' ? 'Decide' : 'Comment',
-      ],
-      list.approvals.map((a) =>
-        row(
-          link(`approvals/${seg(idOf(a))}`, h('strong', {}, a.action ?? idOf(a))),
-          a.session_id ? link(`sessions/${seg(a.session_id)}`, a.session_id) : '—',
-          badge(a.status),
-          time(a.created_at ?? a.requested_at),
-          time(a.expires_at),
-          a.decided_by ?? '—',
-          canDecide && a.status === 'pending'
-            ? decideForm(a, ctx, () => ctx.navigate(`approvals?status=${status}`))
-            : (a.comment ?? '—'),
+  const sessionInput = h('input', { id: 'a-session', name: 'session', value: session, autocomplete: 'off' });
+  const filters = h(
+    'form',
+    {
+      class: 'filters',
+      'aria-label': 'Filter approvals',
+      onsubmit: (event: Event) => {
+        event.preventDefault();
+        ctx.navigate(query());
+      },
+    },
+    h('label', { for: 'a-status' }, 'Status', select),
+    h('label', { for: 'a-session' }, 'Session', sessionInput),
+    h('button', { type: 'submit', class: 'secondary' }, 'Filter'),
+  );
+  const notice = h('div', { 'aria-live': 'polite' });
+  const body = h('tbody');
+  const more = h('button', { type: 'button', class: 'secondary', hidden: true }, 'Load older');
+  const columns = [
+    'Action',
+    'Params',
+    'Session',
+    'Status',
+    'Requested',
+    'Expires',
+    'Decided by',
+    'Decide or comment',
+  ];
+
+  const approvalRow = (a: Approval): HTMLTableRowElement => {
+    const tr = row(
+      link(`approvals/${seg(a.id)}`, h('strong', {}, a.action)),
+      paramsLine(a.params),
+      h('td', { class: 'nowrap' }, link(`sessions/${seg(a.session_id)}`, a.session_id)),
+      badge(a.status),
+      time(a.created_at),
+      time(a.expires_at),
+      keyLabel(a.decided_by, ctx),
+      cannotDecide(a, ctx) === null
+        ? decideForm(a, ctx, (decided) => {
+            replace(
+              notice,
+              h(
+                'p',
+                { class: 'notice', role: 'status' },
+                `${decided.action} ${decided.status} (${decided.id}).`,
+              ),
+            );
+            tr.replaceWith(approvalRow(decided));
+          })
+        : a.comment
+          ? h('q', {}, a.comment)
+          : a.status === 'pending' && ctx.can('approvals:decide')
+            ? h('span', { class: 'muted' }, cannotDecide(a, ctx))
+            : '—',
+    );
+    return tr;
+  };
+
+  let cursor: string | null = null;
+  const load = async () => {
+    more.disabled = true;
+    const page: ApprovalList = await get<ApprovalList>('/v1/approvals', {
+      status: status === 'all' ? undefined : status,
+      session_id: session || undefined,
+      limit: PAGE_SIZE,
+      cursor: cursor ?? undefined,
+    });
+    if (page.approvals.length === 0 && cursor === null) {
+      body.append(
+        h(
+          'tr',
+          {},
+          h(
+            'td',
+            { colspan: columns.length, class: 'muted' },
+            status === 'pending' ? 'Nothing waits for you.' : 'None.',
+          ),
         ),
+      );
+    }
+    body.append(...page.approvals.map(approvalRow));
+    cursor = page.next_cursor;
+    more.hidden = cursor === null;
+    more.disabled = false;
+  };
+  more.addEventListener(
+    'click',
+    () => void load().catch((error: unknown) => replace(notice, errorBox(error))),
+  );
+  const caption =
+    status === 'pending'
+      ? 'Held actions waiting for a decision, newest first'
+      : `Approvals: ${status}, newest first`;
+  const wrap = table(caption, columns, []);
+  wrap.querySelector('tbody')!.replaceWith(body);
+  await load();
+  replace(root, filters, notice, wrap, h('p', {}, more));
+}
+
+/** The decisions an approval released (its `approval.used` events), newest first. */
+async function uses(approval: Approval, ctx: PageContext): Promise<HTMLElement | null> {
+  if (approval.uses_left === approval.uses || !ctx.can('history:read')) return null;
+  const { events } = await get<{ events: HistoryEvent[] }>('/v1/history/events', {
+    session_id: approval.session_id,
+    type: 'approval.used',
+    limit: 100,
+  });
+  const mine = events.filter((e) => e.data['approval_id'] === approval.id);
+  return table(
+    'Evaluations this approval released',
+    ['Decision', 'When', { text: 'Uses left', class: 'num' }],
+    mine.map((e) =>
+      row(
+        link(`decisions/${seg(String(e.data['decision_id']))}`, shortId(String(e.data['decision_id']), 40)),
+        time(e.occurred_at),
+        h('td', { class: 'num' }, String(e.data['uses_left'])),
       ),
-      status === 'pending' ? 'Nothing waits for you.' : 'None.',
     ),
+    'None among the latest 100 uses in this session.',
   );
 }
 
 async function renderOne(root: HTMLElement, ctx: PageContext): Promise<void> {
   const id = ctx.params['id'] ?? '';
   const approval = await get<Approval>(`/v1/approvals/${seg(id)}`);
+  const heading = root.closest('main')?.querySelector('h1');
+  if (heading) heading.append(' ', badge(approval.status));
+  const notice = ctx.query.get('decided');
+  const why = cannotDecide(approval, ctx);
+  const released = await uses(approval, ctx).catch((error: unknown) => errorBox(error));
   replace(
     root,
+    notice ? h('p', { class: 'notice', role: 'status' }, `You ${notice} this approval.`) : null,
     h(
       'section',
       { class: 'panel', 'aria-label': 'Approval' },
       facts([
-        ['Approval', shortId(idOf(approval), 40)],
+        ['Approval', h('span', { class: 'mono' }, approval.id)],
         ['Status', badge(approval.status)],
-        ['Action', approval.action ?? '—'],
+        ['Action', h('strong', {}, approval.action)],
+        ['Session', link(`sessions/${seg(approval.session_id)}`, approval.session_id)],
+        ['Reason', approval.reason],
+        ['Rules', h('code', {}, approval.rules.join(', '))],
         [
-          'Session',
-          approval.session_id ? link(`sessions/${seg(approval.session_id)}`, approval.session_id) : '—',
+          'Held decision',
+          ctx.can('history:read')
+            ? link(`decisions/${seg(approval.decision_id)}`, shortId(approval.decision_id, 40))
+            : shortId(approval.decision_id, 40),
         ],
-        [
-          'Decision',
-          approval.decision_id
-            ? link(`decisions/${seg(approval.decision_id)}`, shortId(approval.decision_id))
-            : '—',
-        ],
-        ['Requested by', approval.requested_by ?? '—'],
-        ['Requested', time(approval.created_at ?? approval.requested_at)],
+        ['Requested by', keyLabel(approval.requested_by, ctx)],
+        ['Requested', time(approval.created_at)],
         ['Expires', time(approval.expires_at)],
-        ['Decided by', approval.decided_by ?? '—'],
+        [
+          'Approvers',
+          approval.approvers.length
+            ? approval.approvers.map((list) => `one of: ${list.join(', ')}`).join('; and ')
+            : 'any key with approvals:decide',
+        ],
+        ['Self-approval', approval.allow_self_approval ? 'allowed' : 'not allowed'],
+        ['Uses', `${approval.uses_left} of ${approval.uses} left`],
+        ['Decided by', keyLabel(approval.decided_by, ctx)],
         ['Decided', time(approval.decided_at)],
-        ['Comment', approval.comment ?? '—'],
+        ['Comment', approval.comment ? h('q', {}, approval.comment) : '—'],
+        ['Policy revision', h('span', { class: 'mono' }, approval.policy.revision.slice(0, 16))],
+        ['Binding digest', shortId(approval.digest, 24)],
       ]),
     ),
-    approval.params === undefined ? null : h('h2', {}, 'Params'),
-    approval.params === undefined ? null : json(approval.params),
-    approval.status === 'pending' && ctx.can('approvals:decide')
-      ? decideForm(approval, ctx, () => ctx.navigate(`approvals/${seg(id)}`))
-      : null,
+    why === null
+      ? h(
+          'section',
+          { 'aria-labelledby': 'h-decide' },
+          h('h2', { id: 'h-decide' }, 'Decide'),
+          decideForm(approval, ctx, (decided) =>
+            ctx.navigate(`approvals/${seg(decided.id)}?decided=${decided.status}`),
+          ),
+        )
+      : approval.status === 'pending'
+        ? h('p', { class: 'muted' }, why)
+        : null,
+    released ? h('h2', {}, 'Released evaluations') : null,
+    released,
+    h(
+      'div',
+      { class: 'grid2' },
+      h(
+        'section',
+        { 'aria-labelledby': 'h-params' },
+        h('h2', { id: 'h-params' }, 'Params (secrets masked)'),
+        json(approval.params),
+      ),
+      h(
+        'section',
+        { 'aria-labelledby': 'h-state' },
+        h('h2', { id: 'h-state' }, 'State versions it is bound to'),
+        json(approval.state_versions),
+      ),
+    ),
   );
 }
 
-/** The approvals queue. */
+/** The approvals queue (listing needs `approvals:decide`). */
 export const approvalsPage: Page = {
   path: 'approvals',
   title: 'Approvals',
   nav: { label: 'Approvals', href: 'approvals' },
-  scopes: ['approvals:decide', 'history:read'],
-  probe: '/v1/approvals?limit=1',
+  scopes: ['approvals:decide'],
   render: renderQueue,
 };
 
-/** One approval. */
+/** One approval: also readable by the agent's key (`gate:evaluate`), which sees no buttons. */
 export const approvalPage: Page = {
   path: 'approvals/:id',
   title: 'Approval',
-  scopes: ['approvals:decide', 'history:read'],
-  probe: '/v1/approvals?limit=1',
+  scopes: ['approvals:decide', 'gate:evaluate'],
   render: renderOne,
 };

@@ -30,8 +30,14 @@ interface DecisionRecord {
   params: Record<string, unknown>;
   context: Record<string, unknown>;
   event_id: string;
-  /** Present once approvals exist (issue 16). */
-  approval?: { id: string; status: string; expires_at?: string } | null;
+  /** A held Block's pending approval, a denied one, or the approval an Allow used (DecisionApprovalSchema). */
+  approval?: {
+    id: string;
+    status: string;
+    expires_at: string;
+    rules: string[];
+    decided_by: string | null;
+  };
 }
 
 interface StateItem {
@@ -60,6 +66,22 @@ interface Delivery {
   last_status_code: number | null;
   last_error: string | null;
   updated_at: string;
+}
+
+/** The approval a decision cites: its status now, who decided, a link where this key may read it. */
+function approvalFact(approval: NonNullable<DecisionRecord['approval']>, ctx: PageContext): HTMLElement {
+  const readable = ctx.can('approvals:decide') || ctx.can('gate:evaluate');
+  return h(
+    'span',
+    {},
+    readable ? link(`approvals/${seg(approval.id)}`, shortId(approval.id, 40)) : shortId(approval.id, 40),
+    ' ',
+    badge(approval.status),
+    approval.decided_by === null
+      ? h('span', { class: 'muted' }, ' expires ', time(approval.expires_at))
+      : h('span', { class: 'muted' }, ` decided by ${approval.decided_by}`),
+    h('span', { class: 'muted' }, ` · ${approval.rules.join(', ')}`),
+  );
 }
 
 function reasonsTable(caption: string, reasons: Reason[], empty: string): HTMLElement {
@@ -178,20 +200,7 @@ async function render(root: HTMLElement, ctx: PageContext): Promise<void> {
           : h('span', { class: 'muted' }, 'not reported'),
       ],
       ...(record.approval
-        ? ([
-            [
-              'Approval',
-              h(
-                'span',
-                {},
-                link(`approvals/${seg(record.approval.id)}`, shortId(record.approval.id)),
-                ' ',
-                badge(record.approval.status),
-                record.approval.expires_at ? ' expires ' : '',
-                record.approval.expires_at ? time(record.approval.expires_at) : '',
-              ),
-            ],
-          ] as Array<[string, Node]>)
+        ? ([['Approval', approvalFact(record.approval, ctx)]] as Array<[string, Node]>)
         : []),
     ]),
   );

@@ -27,6 +27,11 @@ const KNOWN_TYPES = [
   'conflict_resolved',
   'gate_evaluation',
   'action_outcome',
+  'approval.requested',
+  'approval.approved',
+  'approval.denied',
+  'approval.expired',
+  'approval.used',
 ];
 const PAGE_SIZE = 50;
 /** With a verdict filter, pages are filtered here; this many pages at most per "load older". */
@@ -76,6 +81,25 @@ export function summarize(event: HistoryEvent): Node {
       span.append(badge(text(d['outcome'])), ' ');
       if (decisionLink) span.append(decisionLink);
       break;
+    case 'approval.requested':
+    case 'approval.approved':
+    case 'approval.denied':
+    case 'approval.expired':
+    case 'approval.used': {
+      const approval = text(d['approval_id']);
+      span.append(
+        badge(event.type.slice('approval.'.length)),
+        ' ',
+        h('strong', {}, text(d['action'])),
+        ' ',
+        link(`approvals/${encodeURIComponent(approval)}`, shortId(approval)),
+      );
+      if (decisionLink) span.append(' ', decisionLink);
+      if (typeof d['decided_by'] === 'string')
+        span.append(h('span', { class: 'muted' }, ` by ${d['decided_by']}`));
+      if (typeof d['comment'] === 'string') span.append(' ', h('q', {}, d['comment']));
+      break;
+    }
     default: {
       const compact = JSON.stringify(d);
       span.append(
@@ -280,6 +304,8 @@ async function render(root: HTMLElement, ctx: PageContext): Promise<void> {
       onEvent: (data) => {
         const event = data as HistoryEvent;
         top = Math.max(top, event.seq);
+        // An approval asked for or decided elsewhere changes the pending count in the header.
+        if (event.type.startsWith('approval.')) ctx.refreshHeader();
         if (seen.has(event.seq) || !matches(event)) return;
         seen.add(event.seq);
         body.querySelector('tr.empty')?.remove();

@@ -217,10 +217,11 @@ async function boot(): Promise<void> {
     if (!navPages.includes(approvalsPage)) return;
     void pendingCount().then(
       (n) => {
-        approvalsCount.hidden = !n;
-        approvalsCount.textContent = String(n ?? '');
+        approvalsCount.hidden = n === '';
+        approvalsCount.textContent = n;
         approvalsCount.setAttribute('aria-label', `${n} pending`);
       },
+      // The count is a hint: a failed refresh keeps the last one, the page itself shows errors.
       () => undefined,
     );
   };
@@ -234,6 +235,7 @@ async function boot(): Promise<void> {
     const hash = location.hash.replace(/^#\/?/, '');
     if (hash === 'main') return;
     const [path = '', search = ''] = hash.split('?');
+    if (!first) refreshHeader();
     const found =
       matchRoute(path) ?? (path === '' ? { page: navPages[0] ?? historyPage, params: {} } : undefined);
     current?.abort();

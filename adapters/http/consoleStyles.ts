@@ -93,6 +93,8 @@ dl.facts dd { margin: 0; word-break: break-word; }
 .signin { max-width: 28rem; margin: 4rem auto; }
 .signin form { display: flex; flex-direction: column; gap: .75rem; }
 .actions { display: flex; flex-wrap: wrap; gap: .4rem; }
+.decide { display: flex; flex-direction: column; gap: .4rem; min-width: 14rem; }
+.badge.used { color: var(--accent); background: var(--code-bg); }
 .diff .add { background: var(--allow-bg); color: var(--allow); display: block; }
 .diff .del { background: var(--block-bg); color: var(--block); display: block; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }

@@ -1,16 +1,18 @@
 /**
  * The web console in a real headless Chromium (Debian's `chromium`, driven by playwright-core)
  * against a real `gatehouse serve`: sign in, an evaluate made over HTTP appears live, verify the
- * chain, a decision's page, resolve a conflict, redeliver a webhook delivery, a read-only key
- * sees no action button, a phone-width page, sign out. Screenshots go to test-artifacts/console/.
+ * chain, a decision's page, resolve a conflict, redeliver a webhook delivery, an agent's held
+ * action approved in the console (then its next evaluate is Allow), a read-only key sees no action
+ * button, a phone-width page, sign out. Screenshots go to test-artifacts/console/.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_POLICY_YAML } from '../../src/gate/index.js';
 import {
   cli,
   type ServeProcess,
@@ -28,7 +30,20 @@ if (!hasChromium)
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '../..');
 const artifacts = join(root, 'test-artifacts/console');
-const DOC_SHOTS = ['history', 'decision', 'phone-history'];
+const DOC_SHOTS = ['history', 'decision', 'approvals', 'phone-history'];
+
+/** The built-in policy, with its over-budget Block holding the payment for a `finance` approver. */
+const POLICY = DEFAULT_POLICY_YAML.replace(
+  "exceeds the budget of {state['budget.limit'].value}.\"\n",
+  "exceeds the budget of {state['budget.limit'].value}.\"\n        approval: { expires_in: 15m, approvers: [finance] }\n",
+);
+
+/** A payment over the session's budget: held for approval. */
+const TRANSFER = {
+  session_id: 'checkout-9',
+  action: 'payments.transfer',
+  params: { amount: 9000, to: 'acct-9' },
+};
 
 describe.skipIf(!hasChromium)('the web console in Chromium', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-console-'));
@@ -38,6 +53,10 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
   let browser: Browser;
   let admin: string;
   let viewer: string;
+  /** The agent: evaluates, cannot decide. */
+  let agent: string;
+  /** A person: `approvals:decide` with the `finance` label, and may read the history. */
+  let alice: string;
   let webhookId: string;
   const pageErrors: string[] = [];
 
@@ -73,9 +92,19 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
 
   const shot = async (page: Page, name: string) => {
     await page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
-    // `GATEHOUSE_CONSOLE_DOCS=1` refreshes the README's pictures (the visible part only, to stay small).
-    if (process.env['GATEHOUSE_CONSOLE_DOCS'] === '1' && DOC_SHOTS.includes(name)) {
-      await page.screenshot({ path: join(root, 'docs', `console-${name}.png`) });
+    // `GATEHOUSE_CONSOLE_DOCS=1` refreshes the README's pictures (`=approvals,history` some of them):
+    // the visible part down to the end of the page's content only, to stay small.
+    const docs = process.env['GATEHOUSE_CONSOLE_DOCS'];
+    if (docs && DOC_SHOTS.includes(name) && (docs === '1' || docs.split(',').includes(name))) {
+      const viewport = page.viewportSize()!;
+      const bottom = await page.evaluate<number>(
+        "document.querySelector('main').getBoundingClientRect().bottom",
+      );
+      const height = Math.min(viewport.height, Math.ceil(bottom) + 8);
+      await page.screenshot({
+        path: join(root, 'docs', `console-${name}.png`),
+        clip: { x: 0, y: 0, width: viewport.width, height },
+      });
     }
   };
 
@@ -83,22 +112,35 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     mkdirSync(artifacts, { recursive: true });
     // The receiver refuses the first delivery, so there is a failed attempt to redeliver.
     receiver = await startReceiver((n) => (n === 1 ? 500 : 204));
-    server = await startServe(['--database', db, '--allow-insecure-loopback-webhooks', '--rate-limit', '0'], {
-      cwd: dir,
-    });
+    expect(POLICY).toContain('approvers: [finance]');
+    writeFileSync(join(dir, 'policy.yaml'), POLICY);
+    server = await startServe(
+      [
+        '--database',
+        db,
+        '--policy',
+        join(dir, 'policy.yaml'),
+        '--allow-insecure-loopback-webhooks',
+        '--rate-limit',
+        '0',
+      ],
+      { cwd: dir },
+    );
     admin = server.key!;
-    const { stdout } = await run(process.execPath, [
-      cli,
-      'keys',
-      'create',
-      '--database',
-      db,
+    const createKey = async (...args: string[]) => {
+      const { stdout } = await run(process.execPath, [cli, 'keys', 'create', '--database', db, ...args]);
+      return stdout.split('\n')[0]!.trim();
+    };
+    viewer = await createKey('--name', 'viewer', '--scopes', 'history:read,state:read');
+    agent = await createKey('--name', 'agent', '--scopes', 'gate:evaluate,state:write');
+    alice = await createKey(
       '--name',
-      'viewer',
+      'alice',
       '--scopes',
-      'history:read,state:read',
-    ]);
-    viewer = stdout.split('\n')[0]!.trim();
+      'approvals:decide,history:read',
+      '--label',
+      'finance',
+    );
     const hook = await api('POST', '/v1/webhooks', { url: receiver.url, events: ['gate_evaluation'] });
     webhookId = hook.id;
     await write('checkout-7', 'budget.limit', '5000', 'user_input');
@@ -142,8 +184,8 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     expect(nav).toContain('History');
     expect(nav).toContain('Sessions');
     expect(nav).toContain('Webhooks');
-    // This server has no approvals or policy API yet: those pages stay hidden.
-    expect(nav).not.toContain('Approvals');
+    // `admin` holds approvals:decide; this server has no policy API yet, so that page stays hidden.
+    expect(nav).toContain('Approvals');
     expect(nav).not.toContain('Policy');
     await expect.poll(() => page.getByText('Live: new events appear').count(), { timeout: 10_000 }).toBe(1);
 
@@ -248,31 +290,13 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     await context.close();
   });
 
-  // Issues 16 and 17 build these APIs in parallel; until they land, the browser answers the routes
-  // those issues name with their documented shapes, so the two pages are driven end to end.
-  async function fakeGovernanceApi(context: BrowserContext, calls: string[]) {
-    const approval = {
-      id: 'apr_01test',
-      status: 'pending',
-      session_id: 'checkout-7',
-      action: 'payments.transfer',
-      decision_id: 'dec_01held',
-      params: { amount: 5000 },
-      requested_by: 'agent',
-      created_at: new Date().toISOString(),
-      expires_at: new Date(Date.now() + 900_000).toISOString(),
-    };
+  // Issue 17 builds the policy API in parallel; until it lands, the browser answers the routes
+  // that issue names with their documented shapes, so the page is driven end to end.
+  async function fakePolicyApi(context: BrowserContext, calls: string[]) {
     const json = (body: unknown) => ({
       status: 200,
       contentType: 'application/json',
       body: JSON.stringify(body),
-    });
-    await context.route(/\/v1\/approvals/, async (route) => {
-      const request = route.request();
-      calls.push(`${request.method()} ${new URL(request.url()).pathname} ${request.postData() ?? ''}`);
-      if (request.method() === 'POST') return route.fulfill(json({ ...approval, status: 'approved' }));
-      if (new URL(request.url()).pathname.endsWith('/apr_01test')) return route.fulfill(json(approval));
-      return route.fulfill(json({ approvals: [approval], next_cursor: null }));
     });
     const revisions = [
       { id: 'rev_b', source: 'version: 1\ndefault_verdict: Block\n', activated_at: new Date().toISOString() },
@@ -308,41 +332,106 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     });
   }
 
-  it('approvals and policy pages appear where the API answers: approve with a comment, diff, replay', async () => {
+  it('a held action is approved in the console with a comment, and the agent proceeds once', async () => {
+    await write('checkout-9', 'budget.limit', '5000', 'user_input');
+    const evaluate = () => api('POST', '/v1/gates/evaluate', TRANSFER, agent);
+    const held = await evaluate();
+    expect(held).toMatchObject({ verdict: 'Block', allowed: false, approval: { status: 'pending' } });
+    expect(held.reasons.map((r: { rule: string }) => r.rule)).toContain('approval_required');
+    const id: string = held.approval.id;
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const page = await open(context, '#/approvals');
+    await signIn(page, alice);
+    const nav = page.getByRole('navigation', { name: 'Console' });
+    await expect.poll(() => nav.locator('.count').textContent()).toBe('1');
+    const heldRow = page.locator('tbody tr', { hasText: 'payments.transfer' });
+    await expect.poll(() => heldRow.count()).toBe(1);
+    expect(await heldRow.textContent()).toContain('amount=9000');
+    expect(await heldRow.locator(`a[href="#/approvals/${id}"]`).count()).toBe(1);
+    await page.getByLabel('Comment (optional)').fill('invoice 42 checked');
+    await shot(page, 'approvals');
+    await page.getByRole('button', { name: `Approve payments.transfer (${id})` }).click();
+    await page.getByText(`payments.transfer approved (${id}).`).waitFor();
+    await expect.poll(() => nav.locator('.count').isHidden()).toBe(true);
+    expect(await api('GET', `/v1/approvals/${id}`, undefined, alice)).toMatchObject({
+      status: 'approved',
+      comment: 'invoice 42 checked',
+    });
+
+    // The agent asks again with the same params: released once, then held again.
+    const released = await evaluate();
+    expect(released).toMatchObject({ verdict: 'Allow', allowed: true, approval: { id, status: 'used' } });
+    const me = await api('GET', '/v1/me', undefined, alice);
+    expect(released.approval.decided_by).toBe(me.key_id);
+    expect((await evaluate()).approval.id).not.toBe(id);
+
+    // The approval's page: used, who decided, the comment, and the evaluation it released.
+    await page.getByRole('link', { name: 'payments.transfer' }).first().waitFor();
+    await page.goto(`${server.url}/ui/#/approvals/${id}`);
+    const facts = page.locator('dl.facts');
+    await expect.poll(() => facts.textContent()).toContain('Decided by');
+    const text = await facts.textContent();
+    expect(text).toContain('used');
+    expect(text).toContain(`${me.key_id} (you)`);
+    expect(text).toContain('invoice 42 checked');
+    expect(text).toContain('0 of 1 left');
+    await page.locator(`a[href="#/decisions/${released.decision_id}"]`).waitFor();
+    expect(await page.getByRole('button', { name: /Approve|Deny/ }).count()).toBe(0);
+    await shot(page, 'approval');
+
+    // The held decision cites the approval and links to it.
+    await page.locator(`a[href="#/decisions/${held.decision_id}"]`).click();
+    await page.getByRole('heading', { name: 'Rules that fired' }).waitFor();
+    expect(await page.locator(`main a[href="#/approvals/${id}"]`).count()).toBe(1);
+    expect(await page.locator('main').textContent()).toContain('approval_required');
+    await context.close();
+
+    // A read-only key: no Approvals page, no link to one, no button.
+    const readOnly = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const viewerPage = await open(readOnly, `#/decisions/${held.decision_id}`);
+    await signIn(viewerPage, viewer);
+    await viewerPage.getByRole('heading', { name: 'Rules that fired' }).waitFor();
+    expect(await viewerPage.getByRole('navigation', { name: 'Console' }).textContent()).not.toContain(
+      'Approvals',
+    );
+    expect(await viewerPage.locator('main').textContent()).toContain(id);
+    expect(await viewerPage.locator(`a[href="#/approvals/${id}"]`).count()).toBe(0);
+    await viewerPage.goto(`${server.url}/ui/#/approvals`);
+    await viewerPage.getByText('This key may not see this page.').waitFor();
+    expect(await viewerPage.getByRole('button', { name: /Approve|Deny/ }).count()).toBe(0);
+    await readOnly.close();
+
+    // The agent's key may read its pending approval, and sees no button to decide it.
+    const pending = (await api('GET', '/v1/approvals?status=pending', undefined, alice)).approvals[0];
+    const agentContext = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const agentPage = await open(agentContext, `#/approvals/${pending.id}`);
+    await signIn(agentPage, agent);
+    await expect.poll(() => agentPage.locator('dl.facts').count()).toBe(1);
+    expect(await agentPage.locator('dl.facts').textContent()).toContain('pending');
+    expect(await agentPage.getByRole('button', { name: /Approve|Deny/ }).count()).toBe(0);
+    expect(await agentPage.getByRole('navigation', { name: 'Console' }).textContent()).not.toContain(
+      'Approvals',
+    );
+    await agentContext.close();
+  });
+
+  it('the policy page shows revisions with a diff and runs a replay', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
     const calls: string[] = [];
-    await fakeGovernanceApi(context, calls);
-    const page = await open(context, '#/approvals');
+    await fakePolicyApi(context, calls);
+    const page = await open(context, '#/policy');
     await signIn(page, admin);
     const nav = page.getByRole('navigation', { name: 'Console' });
-    await expect.poll(() => nav.getByText('Approvals').count()).toBe(1);
-    expect(await nav.getByText('Policy').count()).toBe(1);
-    await expect.poll(() => page.locator('.count').textContent()).toBe('1');
-    await page.getByLabel('Comment (optional)').fill('within budget');
-    await shot(page, 'approvals');
-    await page.getByRole('button', { name: 'Approve payments.transfer' }).click();
-    await expect
-      .poll(() => calls.some((c) => c.startsWith('POST /v1/approvals/apr_01test/approve')))
-      .toBe(true);
-    expect(calls.find((c) => c.startsWith('POST'))).toContain('"comment":"within budget"');
-
-    await nav.getByText('Policy').click();
+    await expect.poll(() => nav.getByText('Policy').count()).toBe(1);
     await page.getByRole('button', { name: 'Show diff' }).click();
     await expect.poll(() => page.locator('.diff .add').count()).toBe(1);
     expect(await page.locator('.diff .del').textContent()).toContain('default_verdict: Allow');
     await page.getByRole('button', { name: 'Run replay' }).click();
     await page.locator('#replay-result a[href="#/decisions/dec_01changed"]').waitFor();
+    expect(calls.some((c) => c.startsWith('POST /v1/policy'))).toBe(true);
     await shot(page, 'policy');
     await context.close();
-
-    // A key that may read but not decide sees the queue and no approve button.
-    const readOnly = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-    await fakeGovernanceApi(readOnly, []);
-    const viewerPage = await open(readOnly, '#/approvals');
-    await signIn(viewerPage, viewer);
-    await viewerPage.getByRole('link', { name: 'payments.transfer' }).waitFor();
-    expect(await viewerPage.getByRole('button', { name: /Approve|Deny/ }).count()).toBe(0);
-    await readOnly.close();
   });
 
   it('renders at phone width without sideways scrolling, and sign-out forgets the key', async () => {
