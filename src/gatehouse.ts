@@ -8,6 +8,7 @@ import type { Gatehouse, GatehouseOptions } from './gatehouseTypes.js';
 import { decisionOperations } from './operations/decisionOperations.js';
 import { historyOperations } from './operations/historyOperations.js';
 import { createOperationContext, type OperationContext } from './operations/operationContext.js';
+import { policyOperations } from './operations/policyOperations.js';
 import { stateOperations } from './operations/stateOperations.js';
 import { webhookOperations } from './operations/webhookOperations.js';
 
@@ -32,5 +33,6 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     ...decisionOperations(shared),
     ...historyOperations(shared),
     ...webhookOperations(shared),
+    ...policyOperations(shared),
   };
 }

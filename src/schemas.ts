@@ -237,6 +237,8 @@ export const EVENT_TYPES = [
   'conflict_resolved',
   'gate_evaluation',
   'action_outcome',
+  'policy.activated',
+  'policy.replayed',
 ] as const;
 export const EventTypeSchema = z.enum(EVENT_TYPES);
 export type EventType = z.infer<typeof EventTypeSchema>;
@@ -370,6 +372,7 @@ export const SCOPES = [
   'gate:evaluate',
   'history:read',
   'webhooks:manage',
+  'policy:write',
   'admin',
 ] as const;
 export const ScopeSchema = z.enum(SCOPES);

@@ -138,4 +138,28 @@ CREATE TABLE api_keys (
 CREATE INDEX api_keys_by_tenant ON api_keys (tenant_id, id);
 `,
   },
+  {
+    version: 3,
+    name: 'policy revisions',
+    sql: `
+CREATE TABLE policy_revisions (
+  tenant_id text COLLATE "C" NOT NULL,
+  revision text COLLATE "C" NOT NULL,
+  source text COLLATE "C" NOT NULL,
+  created_by text COLLATE "C" NOT NULL,
+  created_at text COLLATE "C" NOT NULL,
+  PRIMARY KEY (tenant_id, revision)
+);
+CREATE INDEX policy_revisions_by_time ON policy_revisions (tenant_id, created_at, revision);
+
+CREATE TABLE policy_active (
+  tenant_id text COLLATE "C" PRIMARY KEY,
+  revision text COLLATE "C" NOT NULL,
+  base_revision text COLLATE "C",
+  activated_by text COLLATE "C" NOT NULL,
+  activated_at text COLLATE "C" NOT NULL,
+  seq bigint NOT NULL
+);
+`,
+  },
 ];

@@ -122,4 +122,28 @@ CREATE TABLE api_keys (
 CREATE INDEX api_keys_by_tenant ON api_keys (tenant_id, id);
 `,
   },
+  {
+    version: 3,
+    name: 'policy revisions',
+    sql: `
+CREATE TABLE policy_revisions (
+  tenant_id TEXT NOT NULL,
+  revision TEXT NOT NULL,
+  source TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (tenant_id, revision)
+) WITHOUT ROWID;
+CREATE INDEX policy_revisions_by_time ON policy_revisions (tenant_id, created_at, revision);
+
+CREATE TABLE policy_active (
+  tenant_id TEXT PRIMARY KEY,
+  revision TEXT NOT NULL,
+  base_revision TEXT,
+  activated_by TEXT NOT NULL,
+  activated_at TEXT NOT NULL,
+  seq INTEGER NOT NULL
+) WITHOUT ROWID;
+`,
+  },
 ];

@@ -11,6 +11,7 @@ export type {
   GateInput,
   GateReason,
   GateResult,
+  PolicyRuleInfo,
   StateView,
   Verdict,
 } from './gateTypes.js';

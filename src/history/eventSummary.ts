@@ -25,5 +25,9 @@ export function summarizeEvent(event: Pick<HistoryEvent, 'type' | 'data'>): stri
       return `${s('action')} → ${s('verdict')} (${s('decision_id')}): ${s('reason')}`;
     case 'action_outcome':
       return `${s('decision_id')} ${s('outcome')}`;
+    case 'policy.activated':
+      return `policy ${s('revision').slice(0, 12)} activated by ${s('activated_by')}`;
+    case 'policy.replayed':
+      return `policy ${s('revision').slice(0, 12)} replayed over ${s('decisions')} decisions: ${s('changed')} changed verdict`;
   }
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openSqliteDatabase } from '../../adapters/sqlite/driver.js';
 import { openSqliteStore, type SqliteStore } from '../../adapters/sqlite/index.js';
+import { SQLITE_MIGRATIONS } from '../../adapters/sqlite/migrations.js';
 import { createGatehouse, type Store } from '../../src/index.js';
 import { runStoreContract } from '../store/contract.js';
 
@@ -37,7 +38,9 @@ describe('SQLite store specifics', () => {
     expect((await gh2.verifyHistory()).ok).toBe(true);
     await b.close();
     const db = openSqliteDatabase(filename, { readOnly: true });
-    expect({ ...db.prepare('SELECT count(*) AS n FROM schema_migrations').get() }).toEqual({ n: 1 });
+    expect({ ...db.prepare('SELECT count(*) AS n FROM schema_migrations').get() }).toEqual({
+      n: SQLITE_MIGRATIONS.length,
+    });
     expect(db.prepare('PRAGMA journal_mode').get()?.['journal_mode']).toBe('wal');
     db.close();
   });
