@@ -100,6 +100,8 @@ export interface StoredPolicyRevision {
   /** Who first activated it: an API key ID, `file`, `builtin` or `cli`. */
   created_by: string;
   created_at: string;
+  /** The seq of its first `policy.activated` event (revisions list newest first by it). */
+  seq: number;
 }
 
 /** A tenant's active policy revision. */
@@ -119,10 +121,10 @@ export interface ActivePolicyPointer {
 /** Policy revisions and what replay reads: part of every reader (transactions included). */
 export interface PolicyReader {
   getPolicyRevision(tenantId: string, revision: string): Promise<StoredPolicyRevision | null>;
-  /** Revisions, newest first, before `before` (exclusive, by `created_at` then `revision`). */
+  /** Revisions, newest first (by `seq`), before the seq `before_seq` when given. */
   listPolicyRevisions(
     tenantId: string,
-    query: { limit: number; before?: { created_at: string; revision: string } | undefined },
+    query: { limit: number; before_seq?: number | undefined },
   ): Promise<StoredPolicyRevision[]>;
   /** The tenant's active revision; null before any was recorded. */
   getActivePolicy(tenantId: string): Promise<ActivePolicyPointer | null>;

@@ -7,6 +7,7 @@
 import { type Dispatcher, request } from 'undici';
 import type { z } from 'zod';
 import {
+  type ActivePolicy,
   type Conflict,
   type CreateWebhookInput,
   type Decision,
@@ -18,8 +19,13 @@ import {
   type HistoryPage,
   type HistoryQuery,
   type OutcomeInput,
+  type PolicyRevision,
+  type PolicyRevisionList,
+  type PolicyRevisionQuery,
   type RecordStateInput,
   type RecordStateResult,
+  type ReplayInput,
+  type ReplayReport,
   type ResolveConflictInput,
   type StateItem,
   type VerifyResult,
@@ -123,6 +129,21 @@ export interface GatehouseClient {
   listDeliveries(webhookId: string, query?: DeliveryQuery): Promise<Delivery[]>;
   /** `POST /v1/webhooks/{id}/deliveries/{delivery_id}/redeliver`. @throws {GatehouseError} `not_found` */
   redeliver(webhookId: string, deliveryId: string, options?: WriteOptions): Promise<Delivery>;
+  /** `GET /v1/policy`: the policy in force (its `revision` is what {@link putPolicy} needs). */
+  getPolicy(): Promise<ActivePolicy>;
+  /**
+   * `PUT /v1/policy` with `If-Match: "<ifMatch>"`: activates `policy` (YAML) if `ifMatch` is
+   * still the active revision.
+   * @throws {GatehouseError} `invalid_request` (the policy's problems), `precondition_failed`,
+   *   `precondition_required`
+   */
+  putPolicy(policy: string, options: { ifMatch: string }): Promise<ActivePolicy>;
+  /** `GET /v1/policy/revisions`, newest first. */
+  listPolicyRevisions(query?: PolicyRevisionQuery): Promise<PolicyRevisionList>;
+  /** `GET /v1/policy/revisions/{id}`. @throws {GatehouseError} `not_found` */
+  getPolicyRevision(revision: string): Promise<PolicyRevision>;
+  /** `POST /v1/policy/replay` (at most 100,000 decisions per call; continue with `after_seq`). */
+  replayPolicy(input: ReplayInput, options?: WriteOptions): Promise<ReplayReport>;
 }
 
 // The client's methods are exactly the table's operations: a route without a method (or a method
@@ -143,6 +164,7 @@ interface Call {
   query?: Query;
   body?: unknown;
   options?: WriteOptions | undefined;
+  headers?: Record<string, string>;
 }
 
 /**
@@ -180,6 +202,7 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
     const headers: Record<string, string> = { authorization, accept: 'application/json' };
     if (call.body !== undefined) headers['content-type'] = 'application/json';
     if (call.options?.idempotencyKey !== undefined) headers['idempotency-key'] = call.options.idempotencyKey;
+    Object.assign(headers, call.headers);
 
     let status: number;
     let responseHeaders: Record<string, string | string[] | undefined>;
@@ -265,5 +288,11 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
       (await invoke('listDeliveries', { params: { id: webhookId }, query: { ...query } })).deliveries,
     redeliver: (webhookId, deliveryId, opts) =>
       invoke('redeliver', { params: { id: webhookId, delivery_id: deliveryId }, options: opts }),
+    getPolicy: () => invoke('getPolicy'),
+    putPolicy: (policy, { ifMatch }) =>
+      invoke('putPolicy', { body: { policy }, headers: { 'if-match': `"${ifMatch}"` } }),
+    listPolicyRevisions: (query = {}) => invoke('listPolicyRevisions', { query: { ...query } }),
+    getPolicyRevision: (revision) => invoke('getPolicyRevision', { params: { id: revision } }),
+    replayPolicy: (input, opts) => invoke('replayPolicy', { body: input, options: opts }),
   };
 }

@@ -233,7 +233,11 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
     let body: unknown;
     let text = '';
     if (route.body) ({ value: body, text } = await readJson(incoming, route.body.optional === true));
-    const context: CallContext = { tenantId: principal.tenantId, allowedSources: principal.sources };
+    const context: CallContext = {
+      tenantId: principal.tenantId,
+      allowedSources: principal.sources,
+      actor: principal.keyId,
+    };
     const run = async (): Promise<Reply> => {
       try {
         const result = await route.handle({
@@ -243,8 +247,11 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
           context,
           gatehouse,
           observeDecision,
+          header: (name) => incoming.header(name),
         });
-        return jsonReply(route.statusOf ? route.statusOf(result) : defaultStatus(route), result);
+        const reply = jsonReply(route.statusOf ? route.statusOf(result) : defaultStatus(route), result);
+        if (route.responseHeaders) Object.assign(reply.headers, route.responseHeaders(result));
+        return reply;
       } catch (error) {
         return problem(error, incoming.path);
       }

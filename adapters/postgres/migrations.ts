@@ -148,9 +148,10 @@ CREATE TABLE policy_revisions (
   source text COLLATE "C" NOT NULL,
   created_by text COLLATE "C" NOT NULL,
   created_at text COLLATE "C" NOT NULL,
+  seq bigint NOT NULL,
   PRIMARY KEY (tenant_id, revision)
 );
-CREATE INDEX policy_revisions_by_time ON policy_revisions (tenant_id, created_at, revision);
+CREATE INDEX policy_revisions_by_seq ON policy_revisions (tenant_id, seq);
 
 CREATE TABLE policy_active (
   tenant_id text COLLATE "C" PRIMARY KEY,

@@ -18,6 +18,7 @@ function rowToRevision(r: Row): StoredPolicyRevision {
     source: str(r['source']),
     created_by: str(r['created_by']),
     created_at: str(r['created_at']),
+    seq: num(r['seq']),
   };
 }
 
@@ -39,9 +40,9 @@ export function createPolicyReader(db: SqlExecutor): PolicyReader {
       return r ? rowToRevision(r) : null;
     },
     async listPolicyRevisions(t, query) {
-      const b = query.before;
-      const args = b ? [t, b.created_at, b.created_at, b.revision, query.limit] : [t, query.limit];
-      return (await db.all(sql.listPolicyRevisions(b !== undefined), args)).map(rowToRevision);
+      const before = query.before_seq;
+      const args = before === undefined ? [t, query.limit] : [t, before, query.limit];
+      return (await db.all(sql.listPolicyRevisions(before !== undefined), args)).map(rowToRevision);
     },
     async getActivePolicy(t) {
       const r = await db.get(sql.getActivePolicy, [t]);
@@ -60,7 +61,7 @@ export function createPolicyReader(db: SqlExecutor): PolicyReader {
 export function createPolicyWriter(db: SqlExecutor): PolicyWriter {
   return {
     async insertPolicyRevision(t, r) {
-      await db.run(sql.insertPolicyRevision, [t, r.revision, r.source, r.created_by, r.created_at]);
+      await db.run(sql.insertPolicyRevision, [t, r.revision, r.source, r.created_by, r.created_at, r.seq]);
     },
     async setActivePolicy(t, p) {
       await db.run(sql.setActivePolicy, [

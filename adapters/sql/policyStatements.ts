@@ -4,15 +4,14 @@
  */
 
 /** Inserts a revision unless the tenant already has it (the first activation keeps its text). */
-export const insertPolicyRevision = `INSERT INTO policy_revisions (tenant_id, revision, source, created_by, created_at)
-  VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, revision) DO NOTHING`;
+export const insertPolicyRevision = `INSERT INTO policy_revisions (tenant_id, revision, source, created_by, created_at, seq)
+  VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, revision) DO NOTHING`;
 
 export const getPolicyRevision = 'SELECT * FROM policy_revisions WHERE tenant_id = ? AND revision = ?';
 
-/** Newest first; the cursor is the last row's `(created_at, revision)`. */
+/** Newest first; the cursor is the last row's `seq`. */
 export function listPolicyRevisions(before: boolean): string {
-  const where = before ? ' AND (created_at < ? OR (created_at = ? AND revision < ?))' : '';
-  return `SELECT * FROM policy_revisions WHERE tenant_id = ?${where} ORDER BY created_at DESC, revision DESC LIMIT ?`;
+  return `SELECT * FROM policy_revisions WHERE tenant_id = ?${before ? ' AND seq < ?' : ''} ORDER BY seq DESC LIMIT ?`;
 }
 
 export const getActivePolicy = 'SELECT * FROM policy_active WHERE tenant_id = ?';

@@ -132,9 +132,10 @@ CREATE TABLE policy_revisions (
   source TEXT NOT NULL,
   created_by TEXT NOT NULL,
   created_at TEXT NOT NULL,
+  seq INTEGER NOT NULL,
   PRIMARY KEY (tenant_id, revision)
 ) WITHOUT ROWID;
-CREATE INDEX policy_revisions_by_time ON policy_revisions (tenant_id, created_at, revision);
+CREATE INDEX policy_revisions_by_seq ON policy_revisions (tenant_id, seq);
 
 CREATE TABLE policy_active (
   tenant_id TEXT PRIMARY KEY,

@@ -28,8 +28,6 @@ export interface ActivePoliciesOptions {
   refreshMs?: number;
   /** Monotonic milliseconds (for the refresh interval). */
   nowMs?: () => number;
-  /** ISO 8601 now. */
-  now: () => string;
   /** Appends the `policy.activated` event in the caller's transaction. */
   append(tx: StoreTx, tenantId: string, data: Record<string, unknown>): Promise<StoredEvent>;
 }
@@ -76,7 +74,7 @@ const COMPILED_CACHE_LIMIT = 64;
 
 /** Creates the per-tenant policy tracker of one instance. */
 export function createActivePolicies(options: ActivePoliciesOptions): ActivePolicies {
-  const { store, base, origin, now } = options;
+  const { store, base, origin } = options;
   const refreshMs = options.refreshMs ?? 1000;
   const nowMs = options.nowMs ?? (() => performance.now());
   const tenants = new Map<string, TenantEntry>();
@@ -113,17 +111,17 @@ export function createActivePolicies(options: ActivePoliciesOptions): ActivePoli
     policy: CompiledPolicy,
     fields: { by: string; baseRevision: string | null; previous: ActivePolicyPointer | null },
   ): Promise<ActivePolicyPointer> {
-    const at = now();
-    await tx.insertPolicyRevision(tenantId, {
-      revision: policy.revision,
-      source: policy.source,
-      created_by: fields.by,
-      created_at: at,
-    });
     const event = await options.append(tx, tenantId, {
       revision: policy.revision,
       previous_revision: fields.previous?.revision ?? null,
       activated_by: fields.by,
+    });
+    await tx.insertPolicyRevision(tenantId, {
+      revision: policy.revision,
+      source: policy.source,
+      created_by: fields.by,
+      created_at: event.occurred_at,
+      seq: event.seq,
     });
     const pointer: ActivePolicyPointer = {
       revision: policy.revision,

@@ -84,7 +84,6 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
     base: () => policy,
     origin: options.policyOrigin,
     ...(options.policyRefreshMs === undefined ? {} : { refreshMs: options.policyRefreshMs }),
-    now,
     append: async (tx, tenantId, data) =>
       (await append(tx, tenantId, [{ type: 'policy.activated', session_id: '', data }]))[0]!,
   });

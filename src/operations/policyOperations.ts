@@ -32,18 +32,18 @@ function activeView(policy: CompiledPolicy, pointer: ActivePolicyPointer | null)
   };
 }
 
-function encodeRevisionCursor(position: { created_at: string; revision: string }): string {
-  return Buffer.from(`r1:${position.created_at}:${position.revision}`).toString('base64url');
+function encodeRevisionCursor(seq: number): string {
+  return Buffer.from(`r1:${seq}`).toString('base64url');
 }
 
-function decodeRevisionCursor(cursor: string): { created_at: string; revision: string } {
-  const match = /^r1:(.{1,40}):([0-9a-f]{64})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+function decodeRevisionCursor(cursor: string): number {
+  const match = /^r1:(\d{1,15})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
   if (!match) {
     throw new GatehouseError('invalid_request', 'Invalid cursor: not a cursor returned by this API.', {
       errors: [{ path: 'cursor', message: 'not a cursor returned by this API' }],
     });
   }
-  return { created_at: match[1]!, revision: match[2]! };
+  return Number(match[1]);
 }
 
 /** The policy lifecycle operations. */
@@ -88,13 +88,16 @@ export function policyOperations(
       const active = (await policies.resolve(tenantId)).revision;
       const rows = await store.listPolicyRevisions(tenantId, {
         limit: query.limit + 1,
-        before: query.cursor === undefined ? undefined : decodeRevisionCursor(query.cursor),
+        before_seq: query.cursor === undefined ? undefined : decodeRevisionCursor(query.cursor),
       });
       const page = rows.slice(0, query.limit);
       const last = page[page.length - 1];
       return {
-        revisions: page.map(({ source: _s, ...row }) => ({ ...row, active: row.revision === active })),
-        next_cursor: rows.length > query.limit && last ? encodeRevisionCursor(last) : null,
+        revisions: page.map(({ source: _s, seq: _q, ...row }) => ({
+          ...row,
+          active: row.revision === active,
+        })),
+        next_cursor: rows.length > query.limit && last ? encodeRevisionCursor(last.seq) : null,
       };
     },
 
@@ -104,7 +107,8 @@ export function policyOperations(
       const row = await store.getPolicyRevision(tenantId, revision);
       if (!row) throw notFound(`Policy revision '${revision}'`);
       const active = (await policies.resolve(tenantId)).revision;
-      return { ...row, active: row.revision === active };
+      const { seq: _q, ...rest } = row;
+      return { ...rest, active: row.revision === active };
     },
 
     async replayPolicy(rawInput, ctx) {
