@@ -25,7 +25,8 @@ import {
 } from '../../src/index.js';
 import { DEFAULT_MCP_SOURCES, runStdioServer } from '../mcp/index.js';
 import { readServeConfig, readServiceConfig } from './config.js';
-import { openGatehouse, openStore } from './openService.js';
+import { openGatehouse, openStore, policyOriginOf } from './openService.js';
+import { registerPolicyCommands } from './policyCommands.js';
 import { banner, startService } from './serve.js';
 
 // Policies may use CEL `matches()`, which runs on the backtracking RegExp engine: a pattern with
@@ -107,7 +108,7 @@ storeOptions(program.command('mcp'))
   .action(async (flags) => {
     const config = readServiceConfig(flags);
     const log = pino({ level: config.logLevel }, pino.destination(2));
-    const gatehouse = await openGatehouse(config);
+    const gatehouse = await openGatehouse(config, { policyOrigin: policyOriginOf(config) });
     const sources =
       typeof flags.sources === 'string'
         ? flags.sources
@@ -328,6 +329,8 @@ policy
   .action(() => {
     process.stdout.write(DEFAULT_POLICY_YAML);
   });
+
+registerPolicyCommands(policy, storeOptions);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   const message = isGatehouseError(error)

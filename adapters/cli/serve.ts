@@ -13,7 +13,7 @@ import {
   type WebhookDispatcher,
 } from '../webhooks/index.js';
 import type { ServeConfig } from './config.js';
-import { describeStore, loadPolicy, openGatehouse } from './openService.js';
+import { describeStore, loadPolicy, openGatehouse, policyOriginOf } from './openService.js';
 
 /** A running service, for tests and embedding. */
 export interface RunningService {
@@ -47,6 +47,7 @@ export async function startService(
     );
   }
   const gatehouse = await openGatehouse(config, {
+    policyOrigin: policyOriginOf(config),
     checkWebhookUrl: (url) => assertWebhookUrlAllowed(url, { policy: urlPolicy }),
     onDeliveriesQueued: () => dispatcher?.wake(),
   });

@@ -7,6 +7,7 @@
  *   - name: a transfer over the budget is blocked
  *     state:
  *       - { key: budget.limit, value: "5000", type: fact, source: user_input }
+ *       # optional per item: version: 3 (earlier versions written first), at: <time written>
  *     action: payments.transfer
  *     params: { amount: 9000 }
  *     now: 2026-03-06T10:00:00Z           # optional; default 2025-01-06T12:00:00Z (a Monday)
@@ -38,6 +39,11 @@ const StateEntrySchema = z.strictObject({
     .max(100)
     .optional()
     .describe('The version the item must end at: earlier versions are written first.'),
+  at: z
+    .union([z.iso.datetime({ offset: true }), z.date()])
+    .transform((v) => (v instanceof Date ? v.toISOString() : new Date(v).toISOString()))
+    .optional()
+    .describe("When it is written (its updated_at); default: the case's now."),
 });
 
 /** An expected reason: its rule name, or the rule with more to match. */
@@ -125,7 +131,11 @@ export function parsePolicyTestFile(text: string, options: { path: string }): Po
             .join('')
             .replace(/^\./, '') || '(root)',
         message:
-          issue.code === 'unrecognized_keys' ? `unknown field(s): ${issue.keys.join(', ')}` : issue.message,
+          issue.code === 'unrecognized_keys'
+            ? `unknown field(s): ${issue.keys.join(', ')}`
+            : issue.code === 'invalid_type' && issue.input === undefined
+              ? 'is required'
+              : issue.message,
       })),
     );
   }

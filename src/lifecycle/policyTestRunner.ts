@@ -63,11 +63,10 @@ export async function runPolicyTests(options: RunPolicyTestsOptions): Promise<Po
     const store = await options.openStore();
     const results: PolicyTestCaseResult[] = [];
     try {
-      let now = new Date(DEFAULT_TEST_NOW);
-      const gatehouse = createGatehouse({ store, policy, clock: () => now });
+      const clock = { now: new Date(DEFAULT_TEST_NOW) };
+      const gatehouse = createGatehouse({ store, policy, clock: () => clock.now });
       for (const [index, testCase] of file.cases.entries()) {
-        now = new Date(testCase.now ?? DEFAULT_TEST_NOW);
-        const result = await runCase(gatehouse, testCase, `case-${index + 1}`);
+        const result = await runCase(gatehouse, testCase, { sessionId: `case-${index + 1}`, clock });
         results.push({ file: file.path, name: testCase.name, ...result });
         if (result.decision) {
           const names = new Set([...result.decision.reasons, ...result.decision.shadow].map((r) => r.rule));
@@ -97,12 +96,15 @@ export async function runPolicyTests(options: RunPolicyTestsOptions): Promise<Po
 async function runCase(
   gatehouse: ReturnType<typeof createGatehouse>,
   testCase: PolicyTestCase,
-  sessionId: string,
+  options: { sessionId: string; clock: { now: Date } },
 ): Promise<Omit<PolicyTestCaseResult, 'file' | 'name'>> {
+  const { sessionId, clock } = options;
+  const now = new Date(testCase.now ?? DEFAULT_TEST_NOW);
   const started = performance.now();
   const elapsed = () => Math.round((performance.now() - started) * 1000) / 1000;
   try {
     for (const entry of testCase.state) {
+      clock.now = entry.at === undefined ? now : new Date(entry.at);
       const item = { session_id: sessionId, key: entry.key, type: entry.type, source: entry.source };
       const current = await gatehouse
         .getItem(sessionId, entry.key)
@@ -124,6 +126,7 @@ async function runCase(
     };
   }
   let decision: Decision;
+  clock.now = now;
   try {
     decision = await gatehouse.evaluate({
       session_id: sessionId,
