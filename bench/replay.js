@@ -58,10 +58,16 @@ async function buildRecorded(file, decisions, log) {
   }
 }
 
-async function child(file, policyFile, limit) {
+async function child(file, policyFile, limit, { memory = false } = {}) {
   const { stdout } = await run$(
     process.execPath,
-    [join(BENCH_DIR, 'lib/replayChild.js'), file, policyFile, ...(limit ? [String(limit)] : [])],
+    [
+      ...(memory ? ['--expose-gc'] : []),
+      join(BENCH_DIR, 'lib/replayChild.js'),
+      file,
+      policyFile,
+      ...(limit ? [String(limit)] : []),
+    ],
     { maxBuffer: 1 << 20, timeout: 3_600_000 },
   );
   return JSON.parse(stdout.trim().split('\n').pop());
@@ -103,13 +109,15 @@ export async function run({ quick }) {
     const replay = replayRuns.map((r) => ({ ...r, per_s: r.decisions / (r.ms / 1000) }));
     replay.sort((a, b) => a.per_s - b.per_s);
     const median = replay[Math.floor(rounds / 2)];
-    const tenth = await child(file, policyFile, Math.floor(decisions / 10));
+    const tenth = await child(file, policyFile, Math.floor(decisions / 10), { memory: true });
+    const all = await child(file, policyFile, undefined, { memory: true });
     const ratio = median.per_s / evaluatePerS;
     const rss = (b) => `${(b / MiB).toFixed(0)} MiB`;
     if (median.differences !== 0)
       notes.push(`UNEXPECTED: ${median.differences} differences replaying the same policy`);
     notes.push(
-      `peak RSS of the replaying process: ${rss(tenth.peak_rss)} at ${tenth.decisions} decisions, ${rss(median.peak_rss)} at ${median.decisions} (heap ${rss(tenth.peak_heap)} / ${rss(median.peak_heap)}; the process starts at ${rss(median.start_rss)})`,
+      `replaying process, live (after a GC every 5,000 decisions): heap ${rss(tenth.live_heap)} / RSS ${rss(tenth.live_rss)} at ${tenth.decisions} decisions, heap ${rss(all.live_heap)} / RSS ${rss(all.live_rss)} at ${all.decisions}`,
+      `replaying process, peak without forced GCs (garbage included): RSS ${rss(tenth.peak_rss)} at ${tenth.decisions}, ${rss(median.peak_rss)} at ${median.decisions}; it starts at ${rss(median.start_rss)}`,
       `${median.decisions} decisions replayed, ${median.differences} differences (the same policy)`,
     );
     return {
@@ -140,8 +148,11 @@ export async function run({ quick }) {
         decisions,
         replay_runs: replay,
         tenth,
+        all,
         peak_rss_mib: median.peak_rss / MiB,
         peak_rss_tenth_mib: tenth.peak_rss / MiB,
+        live_heap_mib: all.live_heap / MiB,
+        live_heap_tenth_mib: tenth.live_heap / MiB,
       },
     };
   } finally {

@@ -1,6 +1,8 @@
 // Replays every recorded decision of a SQLite database in a fresh process and prints one JSON
 // line: decisions, milliseconds, differences, and the process's peak RSS and heap while it ran.
-//   node bench/lib/replayChild.js <db file> <policy file> [limit]
+// Under `node --expose-gc` it also collects every 5,000 decisions and reports the largest live
+// heap and RSS seen after a collection (what the replay holds, not garbage awaiting a GC).
+//   node [--expose-gc] bench/lib/replayChild.js <db file> <policy file> [limit]
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { load } from './env.js';
@@ -21,6 +23,9 @@ const sample = () => {
 const timer = setInterval(sample, 50);
 const startRss = process.memoryUsage().rss;
 let seen = 0;
+let liveHeap = 0;
+let liveRss = 0;
+const collect = globalThis.gc;
 const t0 = performance.now();
 const report = await replayDecisions({
   store,
@@ -30,6 +35,12 @@ const report = await replayDecisions({
   onDecision: () => {
     seen += 1;
     if (seen % 2000 === 0) sample();
+    if (collect && seen % 5000 === 0) {
+      collect();
+      const m = process.memoryUsage();
+      liveHeap = Math.max(liveHeap, m.heapUsed);
+      liveRss = Math.max(liveRss, m.rss);
+    }
   },
 });
 const ms = performance.now() - t0;
@@ -44,5 +55,6 @@ process.stdout.write(
     start_rss: startRss,
     peak_rss: peakRss,
     peak_heap: peakHeap,
+    ...(collect ? { live_heap: liveHeap, live_rss: liveRss } : {}),
   })}\n`,
 );

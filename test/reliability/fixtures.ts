@@ -27,11 +27,11 @@ export const cli = join(root, 'dist/adapters/cli/main.js');
 // ---- the route table --------------------------------------------------------------------------
 
 /** Path parameters a route reads; filled from real objects or fuzzed. */
-export type PathParam = 'key' | 'version' | 'conflict' | 'decision' | 'webhook' | 'delivery';
+export type PathParam = 'key' | 'version' | 'conflict' | 'decision' | 'webhook' | 'delivery' | 'revision';
 
 /** One /v1 route: how to call it and the scope it needs. */
 export interface Route {
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** Hono's pattern, as `app.routes` lists it. */
   pattern: string;
   scope: Scope;
@@ -129,6 +129,24 @@ export const ROUTES: readonly Route[] = [
     scope: 'webhooks:manage',
     params: ['webhook', 'delivery'],
   },
+  { method: 'GET', pattern: '/v1/policy', scope: 'history:read', params: [] },
+  {
+    method: 'PUT',
+    pattern: '/v1/policy',
+    scope: 'policy:write',
+    params: [],
+    // Without If-Match: 428 for the right scope (the fuzzing sends every header).
+    body: () => ({ policy: 'version: 1\n' }),
+  },
+  { method: 'GET', pattern: '/v1/policy/revisions', scope: 'history:read', params: [] },
+  { method: 'GET', pattern: '/v1/policy/revisions/:id', scope: 'history:read', params: ['revision'] },
+  {
+    method: 'POST',
+    pattern: '/v1/policy/replay',
+    scope: 'policy:write',
+    params: [],
+    body: () => ({ policy: 'version: 1\ndefault_verdict: Block\n', examples: 2 }),
+  },
 ];
 
 /** The route's path with its parameters filled in (each percent-encoded). */
@@ -211,6 +229,7 @@ export async function createWorld(
     'gate:evaluate',
     'history:read',
     'webhooks:manage',
+    'policy:write',
     'admin',
   ] as const) {
     scoped[scope] = (await make([scope])).secret;
@@ -227,6 +246,11 @@ export async function createWorld(
   const webhook = await gh.createWebhook({ url: 'https://hooks.example.com/x', events: ['*'] });
   await gh.recordState({ ...budget, key: 'budget.currency', value: 'EUR' });
   const [delivery] = await gh.listDeliveries(webhook.id);
+  const active = await gh.activatePolicy({
+    // The world's own policy plus an entry nothing uses: a stored revision that decides the same.
+    policy: `${gh.policy.source.trimEnd()}\n  "world.unused":\n    rules: []\n`,
+    expected_revision: gh.policy.revision,
+  });
   return {
     store,
     gh,
@@ -239,6 +263,7 @@ export async function createWorld(
       decision: decision.decision_id,
       webhook: webhook.id,
       delivery: delivery!.delivery_id,
+      revision: active.revision,
     },
   };
 }

@@ -356,6 +356,7 @@ describe.each(BACKENDS)('fuzzing every /v1 route (%s)', (_backend, open) => {
         decision: fc.oneof(fc.constant(world.ids.decision), pathValue),
         webhook: fc.oneof(fc.constant(world.ids.webhook), pathValue),
         delivery: fc.oneof(fc.constant(world.ids.delivery), pathValue),
+        revision: fc.oneof(fc.constant(world.ids.revision), pathValue),
       });
       const auth = fc.oneof(
         { weight: 6, arbitrary: fc.constant(world.keys.admin) },
