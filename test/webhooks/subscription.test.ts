@@ -15,6 +15,8 @@ describe('WEBHOOK_EVENT_TYPES', () => {
       'conflict_resolved',
       'gate_evaluation',
       'action_outcome',
+      'policy.activated',
+      'policy.replayed',
     ]);
   });
 
