@@ -18,6 +18,7 @@ const BENCHMARKS = [
   'faces',
   'webhooks',
   'postgres',
+  'replay',
 ];
 
 function parseArgs(argv) {

@@ -14,6 +14,8 @@ export const ERROR_CODES = [
   'method_not_allowed',
   'version_conflict',
   'already_recorded',
+  'precondition_failed',
+  'precondition_required',
   'payload_too_large',
   'unsupported_media_type',
   'rate_limited',

@@ -9,6 +9,7 @@ import { approvalOperations } from './operations/approvalOperations.js';
 import { decisionOperations } from './operations/decisionOperations.js';
 import { historyOperations } from './operations/historyOperations.js';
 import { createOperationContext, type OperationContext } from './operations/operationContext.js';
+import { policyOperations } from './operations/policyOperations.js';
 import { stateOperations } from './operations/stateOperations.js';
 import { tracedOperations } from './operations/tracedOperations.js';
 import { webhookOperations } from './operations/webhookOperations.js';
@@ -43,5 +44,6 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
       readHistory: history.readHistory,
     }),
     ...approvalOperations(shared),
+    ...policyOperations(shared),
   };
 }

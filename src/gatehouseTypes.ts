@@ -6,6 +6,15 @@
  */
 
 import type { CompiledPolicy } from './gate/index.js';
+import type {
+  ActivatePolicyInput,
+  ActivePolicy,
+  PolicyRevision,
+  PolicyRevisionList,
+  PolicyRevisionQuery,
+  ReplayInput,
+  ReplayReport,
+} from './lifecycle/lifecycleSchemas.js';
 import type { Clock, IdGenerator, RandomBytes } from './runtime.js';
 import type {
   Approval,
@@ -59,6 +68,11 @@ export interface CallContext {
    * @default []
    */
   labels?: readonly string[];
+  /**
+   * Who is acting when no API key is (`cli`), recorded with what they change (a policy
+   * activation records `keyId`, else this). @default 'in-process'
+   */
+  actor?: string;
 }
 
 /**
@@ -91,6 +105,21 @@ export interface GatehouseOptions {
   checkWebhookUrl?: WebhookUrlCheck;
   /** Called after a transaction that wrote webhook deliveries, to wake a dispatcher. */
   onDeliveriesQueued?: () => void;
+  /**
+   * Who `policy` is recorded as (`file`, `builtin`) when it becomes a tenant's active revision:
+   * set, the first use of each tenant after start (or after `setPolicy`) records it, unless the
+   * tenant already followed this same revision (so a restart keeps a policy activated since).
+   * `gatehouse serve` and `gatehouse mcp` set it. Unset, `policy` applies unrecorded to every
+   * tenant that has not activated one with {@link Gatehouse.activatePolicy}.
+   * @default undefined
+   */
+  policyOrigin?: string;
+  /**
+   * How old a tenant's cached active revision may get before the store is asked again: the
+   * delay before an activation made by another instance applies here.
+   * @default 1000
+   */
+  policyRefreshMs?: number;
 }
 
 /** A stored gate decision with the inputs it was made on (secrets masked). */
@@ -197,4 +226,26 @@ export interface Gatehouse {
   ): Promise<Delivery[]>;
   /** Queues a delivery again, now. @throws {GatehouseError} `not_found` */
   redeliver(webhookId: string, deliveryId: string, ctx?: CallContext): Promise<Delivery>;
+
+  /** The tenant's policy in force: revision, source, rules, and who activated it when. */
+  getActivePolicy(ctx?: CallContext): Promise<ActivePolicy>;
+  /**
+   * Validates and activates a policy for the tenant, stores it as a revision and records a
+   * `policy.activated` event; only while `expected_revision` is still the active revision.
+   * Activating the active revision again changes nothing.
+   * @throws {GatehouseError} `invalid_request` (every problem of the policy), `precondition_required`
+   *   (no `expected_revision`), `precondition_failed` (another revision is active)
+   */
+  activatePolicy(input: ActivatePolicyInput, ctx?: CallContext): Promise<ActivePolicy>;
+  /** Stored revisions, newest first. */
+  listPolicyRevisions(query?: PolicyRevisionQuery, ctx?: CallContext): Promise<PolicyRevisionList>;
+  /** One stored revision with its source. @throws {GatehouseError} `not_found` */
+  getPolicyRevision(revision: string, ctx?: CallContext): Promise<PolicyRevision>;
+  /**
+   * Re-evaluates recorded decisions against a candidate policy (YAML text or a stored revision),
+   * each on the state as it was at its position in the history and at its own `now`. Writes no
+   * state; records one `policy.replayed` event with the summary.
+   * @throws {GatehouseError} `invalid_request` (bad filters, a candidate that does not compile), `not_found` (revision)
+   */
+  replayPolicy(input: ReplayInput, ctx?: CallContext): Promise<ReplayReport>;
 }

@@ -41,6 +41,7 @@ export {
   type GateResult,
   gateStateOf,
   loadPolicyFile,
+  type PolicyRuleInfo,
   type StateView,
   stateViewOf,
 } from './gate/index.js';
@@ -55,6 +56,29 @@ export type {
 export { type CursorPosition, decodeCursor, encodeCursor } from './history/cursor.js';
 export { summarizeEvent } from './history/eventSummary.js';
 export { GENESIS_HASH, type HashedFields, hashEvent, verifyChain } from './history/hashChain.js';
+export {
+  type Activation,
+  type ActivePolicies,
+  createActivePolicies,
+} from './lifecycle/activePolicies.js';
+export { entityTagOf, revisionFromEntityTag } from './lifecycle/entityTag.js';
+export * from './lifecycle/lifecycleSchemas.js';
+export {
+  type PolicyTestCase,
+  type PolicyTestFile,
+  parsePolicyTestFile,
+} from './lifecycle/policyTestFile.js';
+export {
+  type PolicyTestCaseResult,
+  type PolicyTestRun,
+  runPolicyTests,
+} from './lifecycle/policyTestRunner.js';
+export {
+  type ReplayDecisionsOptions,
+  type ReplayedDecision,
+  replayDecisions,
+} from './lifecycle/replayDecisions.js';
+export { compareOutcomes, type DecisionOutcome, firedRules } from './lifecycle/replayReport.js';
 export {
   type Clock,
   createIdGenerator,

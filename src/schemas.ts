@@ -264,6 +264,8 @@ export const EVENT_TYPES = [
   'approval.denied',
   'approval.expired',
   'approval.used',
+  'policy.activated',
+  'policy.replayed',
 ] as const;
 export const EventTypeSchema = z.enum(EVENT_TYPES);
 export type EventType = z.infer<typeof EventTypeSchema>;
@@ -398,6 +400,7 @@ export const SCOPES = [
   'history:read',
   'webhooks:manage',
   'approvals:decide',
+  'policy:write',
   'admin',
 ] as const;
 export const ScopeSchema = z.enum(SCOPES);

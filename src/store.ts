@@ -122,8 +122,58 @@ export interface ApprovalTransition {
   comment?: string | null | undefined;
 }
 
+/** A policy revision as stored: content-addressed by its revision (the policy's hash). */
+export interface StoredPolicyRevision {
+  revision: string;
+  /** The YAML text, as first activated. */
+  source: string;
+  /** Who first activated it: an API key ID, `file`, `builtin` or `cli`. */
+  created_by: string;
+  created_at: string;
+  /** The seq of its first `policy.activated` event (revisions list newest first by it). */
+  seq: number;
+}
+
+/** A tenant's active policy revision. */
+export interface ActivePolicyPointer {
+  revision: string;
+  /**
+   * The instance policy (file or built-in) revision this tenant last followed: a restart with
+   * the same file keeps a revision activated since; a changed file takes over.
+   */
+  base_revision: string | null;
+  activated_by: string;
+  activated_at: string;
+  /** The seq of its `policy.activated` event. */
+  seq: number;
+}
+
+/** Policy revisions and what replay reads: part of every reader (transactions included). */
+export interface PolicyReader {
+  getPolicyRevision(tenantId: string, revision: string): Promise<StoredPolicyRevision | null>;
+  /** Revisions, newest first (by `seq`), before the seq `before_seq` when given. */
+  listPolicyRevisions(
+    tenantId: string,
+    query: { limit: number; before_seq?: number | undefined },
+  ): Promise<StoredPolicyRevision[]>;
+  /** The tenant's active revision; null before any was recorded. */
+  getActivePolicy(tenantId: string): Promise<ActivePolicyPointer | null>;
+  /** Every version of every item of a session (status `superseded` for all), by key and version. */
+  listSessionVersions(tenantId: string, sessionId: string): Promise<StateItem[]>;
+  /** Every conflict of a session, open and resolved, oldest first. */
+  listSessionConflicts(tenantId: string, sessionId: string): Promise<Conflict[]>;
+}
+
+/** Policy revision writes; only inside {@link Store.transaction}. */
+export interface PolicyWriter {
+  /** Stores a revision; a revision already stored for the tenant is left as it is. */
+  insertPolicyRevision(tenantId: string, revision: StoredPolicyRevision): Promise<void>;
+  /** Points the tenant at a revision. */
+  setActivePolicy(tenantId: string, pointer: ActivePolicyPointer): Promise<void>;
+}
+
 /** Reads. Outside a transaction they see committed data only. */
-export interface StoreReader {
+export interface StoreReader extends PolicyReader {
   /** The current version of an item, with its status (`current` or `conflicted`). */
   getItem(tenantId: string, sessionId: string, key: string): Promise<StateItem | null>;
   /** One version of an item (`superseded` unless it is the current one). */
@@ -158,7 +208,7 @@ export interface StoreReader {
 }
 
 /** Writes; only inside {@link Store.transaction}. */
-export interface StoreTx extends StoreReader {
+export interface StoreTx extends StoreReader, PolicyWriter {
   /**
    * The current version of an item, locked until the transaction ends so concurrent writers to
    * the same key serialise (SELECT … FOR UPDATE on PostgreSQL).
@@ -260,6 +310,8 @@ export const STORE_TABLES = [
   'chain_heads',
   'deliveries',
   'approvals',
+  'policy_revisions',
+  'policy_active',
 ] as const;
 
 /** One table of a Store. */
@@ -276,6 +328,8 @@ export const STORE_TABLE_KEYS: Readonly<Record<StoreTable, readonly string[]>> =
   chain_heads: ['tenant_id'],
   deliveries: ['delivery_id'],
   approvals: ['approval_id'],
+  policy_revisions: ['tenant_id', 'revision'],
+  policy_active: ['tenant_id'],
 };
 
 /** One row of a dump: the same columns (text and numbers) in every Store, so dumps move between them. */

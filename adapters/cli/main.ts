@@ -26,7 +26,8 @@ import {
 import { DEFAULT_MCP_SOURCES, runStdioServer } from '../mcp/index.js';
 import { registerApprovalsCommands } from './approvalsCommand.js';
 import { readServeConfig, readServiceConfig } from './config.js';
-import { openGatehouse, openStore } from './openService.js';
+import { openGatehouse, openStore, policyOriginOf } from './openService.js';
+import { registerPolicyCommands } from './policyCommands.js';
 import { banner, startService } from './serve.js';
 import { startTelemetry } from './telemetry.js';
 
@@ -116,7 +117,7 @@ storeOptions(program.command('mcp'))
     const config = readServiceConfig(flags);
     const log = pino({ level: config.logLevel }, pino.destination(2));
     const telemetry = await startTelemetry({ logger: log, stdoutIsProtocol: true });
-    const gatehouse = await openGatehouse(config);
+    const gatehouse = await openGatehouse(config, { policyOrigin: policyOriginOf(config) });
     const sources =
       typeof flags.sources === 'string'
         ? flags.sources
@@ -348,6 +349,8 @@ policy
   .action(() => {
     process.stdout.write(DEFAULT_POLICY_YAML);
   });
+
+registerPolicyCommands(policy, storeOptions);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   const message = isGatehouseError(error)

@@ -33,6 +33,14 @@ export async function loadPolicy(config: Pick<ServiceConfig, 'policy'>): Promise
   return config.policy ? loadPolicyFile(config.policy) : defaultPolicy();
 }
 
+/**
+ * Who the configured policy is recorded as when it becomes a tenant's active revision (`serve`
+ * and `mcp` only: read-only commands never record one).
+ */
+export function policyOriginOf(config: Pick<ServiceConfig, 'policy'>): 'file' | 'builtin' {
+  return config.policy ? 'file' : 'builtin';
+}
+
 /** Opens store and policy and creates the core. */
 export async function openGatehouse(
   config: ServiceConfig,

@@ -19,7 +19,7 @@ import {
   type WebhookDispatcher,
 } from '../webhooks/index.js';
 import type { ServeConfig } from './config.js';
-import { describeStore, loadPolicy, openGatehouse } from './openService.js';
+import { describeStore, loadPolicy, openGatehouse, policyOriginOf } from './openService.js';
 
 /** A running service, for tests and embedding. */
 export interface RunningService {
@@ -67,6 +67,7 @@ export async function startService(
   // Configuration first (a missing optional peer fails before the database is touched).
   const ttlStore = await openTtlStore(config.redisUrl, log);
   const gatehouse = await openGatehouse(config, {
+    policyOrigin: policyOriginOf(config),
     checkWebhookUrl: (url) => assertWebhookUrlAllowed(url, { policy: urlPolicy }),
     onDeliveriesQueued: () => dispatcher?.wake(),
   }).catch(async (error: unknown) => {

@@ -8,6 +8,7 @@ import { context, propagation } from '@opentelemetry/api';
 import { type Dispatcher, request } from 'undici';
 import type { z } from 'zod';
 import {
+  type ActivePolicy,
   type Approval,
   type ApprovalPage,
   type ApprovalQuery,
@@ -24,8 +25,13 @@ import {
   type HistoryPage,
   type HistoryQuery,
   type OutcomeInput,
+  type PolicyRevision,
+  type PolicyRevisionList,
+  type PolicyRevisionQuery,
   type RecordStateInput,
   type RecordStateResult,
+  type ReplayInput,
+  type ReplayReport,
   type ResolveConflictInput,
   type Scope,
   type StateItem,
@@ -150,6 +156,21 @@ export interface GatehouseClient {
   approve(approvalId: string, input?: DecideApprovalInput, options?: WriteOptions): Promise<Approval>;
   /** `POST /v1/approvals/{id}/deny`. @throws {GatehouseError} `not_found`, `forbidden`, `already_recorded` */
   deny(approvalId: string, input?: DecideApprovalInput, options?: WriteOptions): Promise<Approval>;
+  /** `GET /v1/policy`: the policy in force (its `revision` is what {@link putPolicy} needs). */
+  getPolicy(): Promise<ActivePolicy>;
+  /**
+   * `PUT /v1/policy` with `If-Match: "<ifMatch>"`: activates `policy` (YAML) if `ifMatch` is
+   * still the active revision.
+   * @throws {GatehouseError} `invalid_request` (the policy's problems), `precondition_failed`,
+   *   `precondition_required`
+   */
+  putPolicy(policy: string, options: { ifMatch: string }): Promise<ActivePolicy>;
+  /** `GET /v1/policy/revisions`, newest first. */
+  listPolicyRevisions(query?: PolicyRevisionQuery): Promise<PolicyRevisionList>;
+  /** `GET /v1/policy/revisions/{id}`. @throws {GatehouseError} `not_found` */
+  getPolicyRevision(revision: string): Promise<PolicyRevision>;
+  /** `POST /v1/policy/replay` (at most 100,000 decisions per call; continue with `after_seq`). */
+  replayPolicy(input: ReplayInput, options?: WriteOptions): Promise<ReplayReport>;
 }
 
 // The client's methods are exactly the table's operations: a route without a method (or a method
@@ -172,6 +193,7 @@ interface Call {
   options?: WriteOptions | undefined;
   /** This call's deadline, when it is not the client's `timeoutMs` (a long-poll). */
   timeoutMs?: number;
+  headers?: Record<string, string>;
 }
 
 /**
@@ -210,6 +232,7 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
     const headers: Record<string, string> = { authorization, accept: 'application/json' };
     if (call.body !== undefined) headers['content-type'] = 'application/json';
     if (call.options?.idempotencyKey !== undefined) headers['idempotency-key'] = call.options.idempotencyKey;
+    Object.assign(headers, call.headers);
     // The caller's trace continues on the server (`traceparent`, `tracestate`); a no-op without an SDK.
     propagation.inject(context.active(), headers);
 
@@ -310,5 +333,11 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
       invoke('approve', { params: { id: approvalId }, body: input, options: opts }),
     deny: (approvalId, input = {}, opts) =>
       invoke('deny', { params: { id: approvalId }, body: input, options: opts }),
+    getPolicy: () => invoke('getPolicy'),
+    putPolicy: (policy, { ifMatch }) =>
+      invoke('putPolicy', { body: { policy }, headers: { 'if-match': `"${ifMatch}"` } }),
+    listPolicyRevisions: (query = {}) => invoke('listPolicyRevisions', { query: { ...query } }),
+    getPolicyRevision: (revision) => invoke('getPolicyRevision', { params: { id: revision } }),
+    replayPolicy: (input, opts) => invoke('replayPolicy', { body: input, options: opts }),
   };
 }

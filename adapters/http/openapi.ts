@@ -23,6 +23,7 @@ const TAGS = [
     description: 'Held actions that a person approves or denies, each bound to exactly one action and state.',
   },
   { name: 'Keys', description: 'The calling API key.' },
+  { name: 'Policy', description: 'The policy in force, its revisions, and replays of recorded decisions.' },
   { name: 'Service', description: 'Probes, metrics, this document and the problem pages (no key).' },
 ];
 
@@ -93,8 +94,22 @@ function operation(operationId: string, route: ApiRoute, inputs: Map<z.ZodType, 
       route.response.schema && route.response.name
         ? { description, content: { 'application/json': { schema: ref(route.response.name) } } }
         : { description };
+    if (route.responseHeaders) {
+      responses[status]!['headers'] = {
+        ETag: { description: 'The policy revision, as a strong entity tag.', schema: { type: 'string' } },
+      };
+    }
   }
   const parameterList = [...parameters(route.params, 'path'), ...parameters(route.query, 'query')];
+  for (const header of route.headers ?? []) {
+    parameterList.push({
+      name: header.name.replace(/(^|-)([a-z])/g, (_, dash: string, c: string) => dash + c.toUpperCase()),
+      in: 'header',
+      required: true,
+      description: header.description,
+      schema: { type: 'string', minLength: 1 },
+    });
+  }
   if (route.method === 'POST') {
     parameterList.push({
       name: 'Idempotency-Key',

@@ -262,8 +262,11 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
           principal,
           gatehouse,
           observeDecision,
+          header: (name) => incoming.header(name),
         });
-        return jsonReply(route.statusOf ? route.statusOf(result) : defaultStatus(route), result);
+        const reply = jsonReply(route.statusOf ? route.statusOf(result) : defaultStatus(route), result);
+        if (route.responseHeaders) Object.assign(reply.headers, route.responseHeaders(result));
+        return reply;
       } catch (error) {
         return problem(error, incoming.path);
       }

@@ -16,6 +16,8 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   method_not_allowed: 405,
   version_conflict: 409,
   already_recorded: 409,
+  precondition_failed: 412,
+  precondition_required: 428,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,
@@ -32,6 +34,8 @@ const TITLES: Readonly<Record<ErrorCode, string>> = {
   method_not_allowed: 'Method not allowed',
   version_conflict: 'Version conflict',
   already_recorded: 'Already recorded',
+  precondition_failed: 'Precondition failed',
+  precondition_required: 'Precondition required',
   payload_too_large: 'Payload too large',
   unsupported_media_type: 'Unsupported media type',
   rate_limited: 'Too many requests',
@@ -51,6 +55,10 @@ export const PROBLEM_DESCRIPTIONS: Readonly<Record<ErrorCode, string>> = {
   version_conflict:
     '`expected_version` did not match the current version, or the conflict is already resolved.',
   already_recorded: 'The decision already has an outcome; an outcome is recorded once.',
+  precondition_failed:
+    '`If-Match` names a policy revision that is no longer the active one: read `GET /v1/policy` again and retry.',
+  precondition_required:
+    'This change needs `If-Match` with the revision it replaces (the `ETag` of `GET /v1/policy`).',
   payload_too_large: 'The request body is over the size limit (64 KiB by default).',
   unsupported_media_type: 'The request body is not JSON: send `Content-Type: application/json`.',
   rate_limited: 'Over the per-key rate limit; retry after the seconds in `Retry-After`.',

@@ -7,7 +7,7 @@ import type { z } from 'zod';
 import type { CallContext, ErrorCode, Gatehouse, Principal, Scope } from '../../src/index.js';
 
 /** The methods `/v1` routes use. */
-export type HttpMethod = 'GET' | 'POST' | 'DELETE';
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
 /** Success statuses a route may answer with. */
 export type SuccessStatus = 200 | 201 | 202 | 204;
@@ -28,6 +28,15 @@ export interface RouteCall<P, Q> {
   gatehouse: Gatehouse;
   /** Counts a decision in the metrics (the evaluate route). */
   observeDecision(verdict: string): void;
+  /** A request header by lower-case name (only those the route declares in `headers`). */
+  header(name: string): string | undefined;
+}
+
+/** A request header a route reads, for the OpenAPI document. */
+export interface RouteHeader {
+  /** Lower-case name. */
+  name: string;
+  description: string;
 }
 
 /** One `/v1` operation. `P`, `Q` and `R` are the zod schemas of path, query and response. */
@@ -43,7 +52,7 @@ export interface ApiRoute<
   summary: string;
   description?: string;
   /** The document's tag (an area of the API). */
-  tag: 'State' | 'Gate' | 'History' | 'Webhooks' | 'Approvals' | 'Keys';
+  tag: 'State' | 'Gate' | 'History' | 'Webhooks' | 'Approvals' | 'Keys' | 'Policy';
   /**
    * The scope a key needs; for a list, any one of them; `null` lets any valid key call it
    * (`GET /v1/me`).
@@ -57,6 +66,10 @@ export interface ApiRoute<
   body?: { schema: z.ZodType; name: string; optional?: boolean };
   /** The success answer: its schema (none for 204) and a description per status. */
   response: { schema?: R; name?: string; statuses: Partial<Record<SuccessStatus, string>> };
+  /** Request headers the handler reads (besides auth and `Idempotency-Key`). */
+  headers?: readonly RouteHeader[];
+  /** Response headers derived from the answer (an `ETag`). */
+  responseHeaders?(body: z.output<R>): Record<string, string>;
   /** The status of an answer, when it depends on it. @default the first of `response.statuses` */
   statusOf?(body: z.output<R>): SuccessStatus;
   /** Error codes the operation itself produces, besides auth, scope, limits and validation. */

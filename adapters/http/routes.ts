@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import {
+  ActivePolicySchema,
   ApprovalPageSchema,
   ApprovalQuerySchema,
   ApprovalSchema,
@@ -17,14 +18,22 @@ import {
   DecisionSchema,
   DeliverySchema,
   EvaluateInputSchema,
+  entityTagOf,
   HistoryEventSchema,
   HistoryPageSchema,
   HistoryQuerySchema,
   OutcomeInputSchema,
+  PolicyRevisionListSchema,
+  PolicyRevisionQuerySchema,
+  PolicyRevisionSchema,
+  PutPolicyInputSchema,
   RecordStateInputSchema,
   RecordStateResultSchema,
+  ReplayInputSchema,
+  ReplayReportSchema,
   ResolveConflictInputSchema,
   RotateSecretInputSchema,
+  revisionFromEntityTag,
   ScopeSchema,
   StateItemSchema,
   VerifyResultSchema,
@@ -45,6 +54,21 @@ const KeyVersionParams = KeyParam.extend({
 });
 const IdParam = z.object({ id: z.string().describe('The object ID.') });
 const DeliveryParams = IdParam.extend({ delivery_id: z.string().describe('The delivery ID.') });
+
+const RevisionParam = z.object({ id: z.string().describe('A policy revision (64 hex digits).') });
+
+/** Decisions one `POST /v1/policy/replay` replays at most; `next_after_seq` continues. */
+export const HTTP_REPLAY_LIMIT = 100_000;
+
+/** The replay body with the HTTP page size applied (the core itself has no limit). */
+function withReplayLimit(body: unknown): unknown {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
+  const limit = (body as { limit?: unknown }).limit;
+  if (limit === undefined) return { ...body, limit: HTTP_REPLAY_LIMIT };
+  return typeof limit === 'number' && limit > HTTP_REPLAY_LIMIT
+    ? { ...body, limit: HTTP_REPLAY_LIMIT }
+    : body;
+}
 
 const SessionQuery = z.strictObject({ session_id: z.string().describe('The session.') });
 const ConflictsQuery = z.strictObject({
@@ -450,6 +474,89 @@ export const API_ROUTES = {
     response: { schema: ApprovalSchema, name: 'Approval', statuses: { 200: 'The approval, denied.' } },
     errors: ['not_found', 'already_recorded'],
     handle: ({ gatehouse, params, body, context }) => gatehouse.deny(params.id, body as never, context),
+  }),
+  // ---- policy lifecycle -------------------------------------------------------------------------
+  getPolicy: defineRoute({
+    method: 'GET',
+    path: '/v1/policy',
+    tag: 'Policy',
+    summary: 'Read the policy in force',
+    description: 'Its revision is also the `ETag`: send it back as `If-Match` to replace the policy.',
+    scope: 'history:read',
+    response: { schema: ActivePolicySchema, name: 'ActivePolicy', statuses: { 200: 'The active policy.' } },
+    responseHeaders: (policy) => ({ etag: entityTagOf(policy.revision) }),
+    errors: [],
+    handle: ({ gatehouse, context }) => gatehouse.getActivePolicy(context),
+  }),
+  putPolicy: defineRoute({
+    method: 'PUT',
+    path: '/v1/policy',
+    tag: 'Policy',
+    summary: 'Validate and activate a policy',
+    description:
+      'Stored as a revision and recorded as a `policy.activated` event. `If-Match` must name the active revision (the `ETag` of `GET /v1/policy`): 428 without it, 412 when another revision became active meanwhile. A policy with problems is 422 listing each one with `line:col`; nothing changes then.',
+    scope: 'policy:write',
+    headers: [
+      {
+        name: 'if-match',
+        description: 'The active revision this policy replaces, as its `ETag` (required).',
+      },
+    ],
+    body: { schema: PutPolicyInputSchema, name: 'PutPolicyInput' },
+    response: {
+      schema: ActivePolicySchema,
+      name: 'ActivePolicy',
+      statuses: { 200: 'The policy, now active.' },
+    },
+    responseHeaders: (policy) => ({ etag: entityTagOf(policy.revision) }),
+    errors: ['precondition_failed', 'precondition_required'],
+    handle: ({ gatehouse, body, context, header }) =>
+      gatehouse.activatePolicy(
+        {
+          policy: (body as { policy?: unknown } | null)?.policy as string,
+          expected_revision: revisionFromEntityTag(header('if-match')),
+        },
+        context,
+      ),
+  }),
+  listPolicyRevisions: defineRoute({
+    method: 'GET',
+    path: '/v1/policy/revisions',
+    tag: 'Policy',
+    summary: 'List policy revisions, newest first',
+    scope: 'history:read',
+    query: PolicyRevisionQuerySchema,
+    response: {
+      schema: PolicyRevisionListSchema,
+      name: 'PolicyRevisionList',
+      statuses: { 200: 'A page of revisions (without their source).' },
+    },
+    errors: [],
+    handle: ({ gatehouse, query, context }) => gatehouse.listPolicyRevisions(query, context),
+  }),
+  getPolicyRevision: defineRoute({
+    method: 'GET',
+    path: '/v1/policy/revisions/{id}',
+    tag: 'Policy',
+    summary: 'Read a policy revision with its source',
+    scope: 'history:read',
+    params: RevisionParam,
+    response: { schema: PolicyRevisionSchema, name: 'PolicyRevision', statuses: { 200: 'The revision.' } },
+    errors: ['not_found'],
+    handle: ({ gatehouse, params, context }) => gatehouse.getPolicyRevision(params.id, context),
+  }),
+  replayPolicy: defineRoute({
+    method: 'POST',
+    path: '/v1/policy/replay',
+    tag: 'Policy',
+    summary: 'Replay recorded decisions against a candidate policy',
+    description:
+      'Each decision is re-evaluated on the state as it was at its position in the history and at its own `now`. Writes no state; records one `policy.replayed` event. At most 100,000 decisions per call: when `next_after_seq` is set, call again with it as `after_seq` and add the counts up.',
+    scope: 'policy:write',
+    body: { schema: ReplayInputSchema, name: 'ReplayInput' },
+    response: { schema: ReplayReportSchema, name: 'ReplayReport', statuses: { 200: 'The report.' } },
+    errors: ['not_found'],
+    handle: ({ gatehouse, body, context }) => gatehouse.replayPolicy(withReplayLimit(body) as never, context),
   }),
 };
 

@@ -172,6 +172,31 @@ ALTER TABLE api_keys ADD COLUMN labels text COLLATE "C" NOT NULL DEFAULT '[]';
 `,
   },
   {
+    version: 3,
+    name: 'policy revisions',
+    sql: `
+CREATE TABLE policy_revisions (
+  tenant_id text COLLATE "C" NOT NULL,
+  revision text COLLATE "C" NOT NULL,
+  source text COLLATE "C" NOT NULL,
+  created_by text COLLATE "C" NOT NULL,
+  created_at text COLLATE "C" NOT NULL,
+  seq bigint NOT NULL,
+  PRIMARY KEY (tenant_id, revision)
+);
+CREATE INDEX policy_revisions_by_seq ON policy_revisions (tenant_id, seq);
+
+CREATE TABLE policy_active (
+  tenant_id text COLLATE "C" PRIMARY KEY,
+  revision text COLLATE "C" NOT NULL,
+  base_revision text COLLATE "C",
+  activated_by text COLLATE "C" NOT NULL,
+  activated_at text COLLATE "C" NOT NULL,
+  seq bigint NOT NULL
+);
+`,
+  },
+  {
     // The trace an outbox row was queued in, so its delivery attempts join that trace from any
     // instance and after a restart (it is not part of the hash-chained event).
     version: 5,

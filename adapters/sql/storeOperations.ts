@@ -12,6 +12,7 @@ import type {
 } from '../../src/index.js';
 import type { SqlDialect } from './dialect.js';
 import type { SqlExecutor } from './executor.js';
+import { createPolicyReader, createPolicyWriter } from './policyOperations.js';
 import {
   apiKeyValues,
   itemsFromRows,
@@ -34,6 +35,7 @@ import * as sql from './statements.js';
 export function createSqlReader(db: SqlExecutor, dialect: SqlDialect): StoreReader {
   const one = async (text: string, args: readonly unknown[]) => db.get(text, args);
   return {
+    ...createPolicyReader(db),
     async getItem(t, s, k) {
       const r = await one(sql.getCurrentItem, [t, s, k]);
       return r ? rowToItem(r) : null;
@@ -96,6 +98,7 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
   const lockItemSql = sql.lockCurrentItem(dialect);
   return {
     ...createSqlReader(db, dialect),
+    ...createPolicyWriter(db),
     async lockItem(t, s, k) {
       await hooks.beforeLockItem?.(t, s, k);
       const r = await db.get(lockItemSql, [t, s, k]);

@@ -156,6 +156,31 @@ ALTER TABLE api_keys ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
 `,
   },
   {
+    version: 3,
+    name: 'policy revisions',
+    sql: `
+CREATE TABLE policy_revisions (
+  tenant_id TEXT NOT NULL,
+  revision TEXT NOT NULL,
+  source TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  PRIMARY KEY (tenant_id, revision)
+) WITHOUT ROWID;
+CREATE INDEX policy_revisions_by_seq ON policy_revisions (tenant_id, seq);
+
+CREATE TABLE policy_active (
+  tenant_id TEXT PRIMARY KEY,
+  revision TEXT NOT NULL,
+  base_revision TEXT,
+  activated_by TEXT NOT NULL,
+  activated_at TEXT NOT NULL,
+  seq INTEGER NOT NULL
+) WITHOUT ROWID;
+`,
+  },
+  {
     // The trace an outbox row was queued in, so its delivery attempts join that trace from any
     // instance and after a restart (it is not part of the hash-chained event).
     version: 5,

@@ -264,6 +264,15 @@ class SqliteStoreImpl implements SqliteStore {
     this.#serial(() => this.#reader.listDeliveries(t, w, q));
   getApproval: Store['getApproval'] = (t, id) => this.#serial(() => this.#reader.getApproval(t, id));
   listApprovals: Store['listApprovals'] = (t, q) => this.#serial(() => this.#reader.listApprovals(t, q));
+  getPolicyRevision: Store['getPolicyRevision'] = (t, r) =>
+    this.#serial(() => this.#reader.getPolicyRevision(t, r));
+  listPolicyRevisions: Store['listPolicyRevisions'] = (t, q) =>
+    this.#serial(() => this.#reader.listPolicyRevisions(t, q));
+  getActivePolicy: Store['getActivePolicy'] = (t) => this.#serial(() => this.#reader.getActivePolicy(t));
+  listSessionVersions: Store['listSessionVersions'] = (t, s) =>
+    this.#serial(() => this.#reader.listSessionVersions(t, s));
+  listSessionConflicts: Store['listSessionConflicts'] = (t, s) =>
+    this.#serial(() => this.#reader.listSessionConflicts(t, s));
 
   // ---- transactions ------------------------------------------------------------------------
 

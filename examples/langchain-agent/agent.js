@@ -9,6 +9,7 @@
 //                                     (needs `npm i @langchain/openai` and OPENAI_API_KEY)
 //   GATEHOUSE_URL, GATEHOUSE_API_KEY  gate through a running `gatehouse serve` instead of in-process
 //                                     (the key must be allowed to write the user_input source)
+import { readFileSync } from 'node:fs';
 import { AIMessage } from '@langchain/core/messages';
 import { fakeModel } from '@langchain/core/testing';
 import { tool } from '@langchain/core/tools';
@@ -19,23 +20,8 @@ import { createRecordStateTool, gatehouseMiddleware } from '../../dist/adapters/
 import { openSqliteStore } from '../../dist/adapters/sqlite/index.js';
 import { compilePolicy, createGatehouse } from '../../dist/src/index.js';
 
-const POLICY = `
-version: 1
-actions:
-  transfer_money:
-    requires:
-      - key: budget.limit
-        min_trust: user_input
-    rules:
-      - name: over_budget
-        when: "double(params.amount) > state['budget.limit'].number"
-        verdict: Block
-        message: "Transfer of {params.amount} exceeds the budget of {state['budget.limit'].value}"
-      - name: large_transfer
-        when: "double(params.amount) > 1000.0"
-        verdict: Warn
-        message: "Transfer of {params.amount} is large"
-`;
+// The policy lives in examples/policies/ with its tests (`gatehouse policy test examples/policies/transfer-money.yaml`).
+const POLICY = readFileSync(new URL('../policies/transfer-money.yaml', import.meta.url), 'utf8');
 
 const SESSION = `example-${Date.now()}`;
 const BUDGET = process.env.EXAMPLE_BUDGET ?? '5000';

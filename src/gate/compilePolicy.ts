@@ -109,8 +109,15 @@ export function compilePolicy(yamlText: string, options: CompilePolicyOptions = 
     openConflicts: policy.open_conflicts,
     lowTrustBelow: policy.low_trust_below,
   });
+  const ruleInfo = (scope: string) => (rule: PolicyRule) =>
+    Object.freeze({ name: rule.name, verdict: rule.verdict, mode: rule.mode, scope });
   return Object.freeze({
     revision: policyRevision(policy),
+    source: yamlText,
+    rules: Object.freeze([
+      ...policy.rules.map(ruleInfo('global')),
+      ...Object.entries(policy.actions).flatMap(([pattern, entry]) => entry.rules.map(ruleInfo(pattern))),
+    ]),
     types: Object.freeze([...policy.types]),
     sources: Object.freeze({ ...policy.sources }),
     lowTrustBelow: policy.low_trust_below,

@@ -95,10 +95,23 @@ export interface GateResult {
   hold?: ApprovalHold;
 }
 
+/** A named rule of a policy, as policy tests and replays report on it. */
+export interface PolicyRuleInfo {
+  name: string;
+  verdict: 'Warn' | 'Block';
+  mode: 'enforce' | 'shadow';
+  /** `global` for a rule under `rules`, else the action pattern of its entry. */
+  scope: string;
+}
+
 /** A policy compiled once, ready to evaluate many actions. */
 export interface CompiledPolicy {
   /** SHA-256 (hex) of the canonical JSON (RFC 8785) of the validated document: formatting-independent. */
   revision: string;
+  /** The YAML text it was compiled from. */
+  source: string;
+  /** Every named rule: the global ones first, then each action entry's, in file order. */
+  rules: readonly PolicyRuleInfo[];
   /** Allowed state item types. */
   types: readonly string[];
   /** Source name → trust rank. */

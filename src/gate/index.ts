@@ -12,6 +12,7 @@ export type {
   GateInput,
   GateReason,
   GateResult,
+  PolicyRuleInfo,
   StateView,
   Verdict,
 } from './gateTypes.js';

@@ -34,5 +34,9 @@ export function summarizeEvent(event: Pick<HistoryEvent, 'type' | 'data'>): stri
       return `${s('approval_id')} expired (was ${s('previous_status')})`;
     case 'approval.used':
       return `${s('approval_id')} released ${s('action')} (${s('decision_id')}), ${s('uses_left')} use(s) left`;
+    case 'policy.activated':
+      return `policy ${s('revision').slice(0, 12)} activated by ${s('activated_by')}`;
+    case 'policy.replayed':
+      return `policy ${s('revision').slice(0, 12)} replayed over ${s('decisions')} decisions: ${s('changed')} changed verdict`;
   }
 }

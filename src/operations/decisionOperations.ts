@@ -21,7 +21,7 @@ export function decisionOperations(
     async evaluate(rawInput, ctx) {
       const input = parseInput(EvaluateInputSchema, rawInput, 'gate evaluation');
       const tenantId = tenantOf(ctx);
-      const activePolicy = shared.policy;
+      const activePolicy = await shared.policyFor(tenantId);
       const items = await store.listItems(tenantId, input.session_id);
       // An open conflict always marks its item conflicted, so most sessions need no second query.
       const conflicts = items.some((i) => i.status === 'conflicted')

@@ -7,6 +7,7 @@ import { GatehouseError } from '../errors.js';
 import type { CompiledPolicy } from '../gate/index.js';
 import { defaultPolicy } from '../gate/index.js';
 import type { CallContext, GatehouseOptions, WebhookUrlCheck } from '../gatehouseTypes.js';
+import { type ActivePolicies, createActivePolicies } from '../lifecycle/activePolicies.js';
 import {
   type Clock,
   createIdGenerator,
@@ -33,8 +34,13 @@ export interface OperationContext {
   readonly clock: Clock;
   readonly ids: IdGenerator;
   readonly randomBytes: RandomBytes;
+  /** The instance's policy (file or built-in): the base every tenant starts from. */
   readonly policy: CompiledPolicy;
   setPolicy(policy: CompiledPolicy): void;
+  /** The policy in force per tenant (revisions activated in the store, else the base). */
+  readonly policies: ActivePolicies;
+  /** The tenant's policy in force, refreshed from the store when due. */
+  policyFor(tenantId: string): Promise<CompiledPolicy>;
   readonly checkWebhookUrl: WebhookUrlCheck;
   readonly onDeliveriesQueued: (() => void) | undefined;
   /** {@link Store.transaction} in a `gatehouse.store.transaction` span: every operation writes through it. */
@@ -77,9 +83,20 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
   const append = (tx: StoreTx, tenantId: string, drafts: readonly EventDraft[]) =>
     appendEvents(tx, tenantId, drafts, { ids, now, onDeliveriesQueued: options.onDeliveriesQueued });
 
+  const policies = createActivePolicies({
+    store,
+    base: () => policy,
+    origin: options.policyOrigin,
+    ...(options.policyRefreshMs === undefined ? {} : { refreshMs: options.policyRefreshMs }),
+    append: async (tx, tenantId, data) =>
+      (await append(tx, tenantId, [{ type: 'policy.activated', session_id: '', data }]))[0]!,
+  });
+
   function checkSource(source: string, ctx: CallContext | undefined, forWhat: string): number {
-    const trust = policy.sources[source];
-    if (trust === undefined) throw notOneOf('source', source, Object.keys(policy.sources));
+    // The tenant's policy as its operation last resolved it (recordState resolves it first).
+    const sources = policies.current(tenantOf(ctx)).sources;
+    const trust = sources[source];
+    if (trust === undefined) throw notOneOf('source', source, Object.keys(sources));
     const allowed = ctx?.allowedSources;
     if (allowed && !allowed.includes(source)) {
       throw new GatehouseError(
@@ -92,7 +109,7 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
 
   /** The highest trust the caller may claim. */
   function maxTrust(ctx: CallContext | undefined): number {
-    return maxClaimableTrust(policy.sources, ctx?.allowedSources);
+    return maxClaimableTrust(policies.current(tenantOf(ctx)).sources, ctx?.allowedSources);
   }
 
   async function requireItem(tenantId: string, sessionId: string, key: string): Promise<StateItem> {
@@ -122,7 +139,10 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
     },
     setPolicy(next) {
       policy = next;
+      policies.baseChanged();
     },
+    policies,
+    policyFor: (tenantId) => policies.resolve(tenantId),
     checkWebhookUrl,
     onDeliveriesQueued: options.onDeliveriesQueued,
     transaction,

@@ -51,10 +51,11 @@ export function stateOperations(
     async recordState(rawInput, ctx) {
       const input = parseInput(RecordStateInputSchema, rawInput, 'state item');
       const key = canonicalKey(input.key);
-      if (!shared.policy.types.includes(input.type)) throw notOneOf('type', input.type, shared.policy.types);
+      const tenantId = tenantOf(ctx);
+      const { types } = await shared.policyFor(tenantId);
+      if (!types.includes(input.type)) throw notOneOf('type', input.type, types);
       const trust = checkSource(input.source, ctx, 'write state');
       const { sensitivity } = classify(key, input.value);
-      const tenantId = tenantOf(ctx);
       const metadata = input.metadata ?? {};
 
       return shared.transaction(async (tx) => {

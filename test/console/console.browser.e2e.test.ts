@@ -184,9 +184,9 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     expect(nav).toContain('History');
     expect(nav).toContain('Sessions');
     expect(nav).toContain('Webhooks');
-    // `admin` holds approvals:decide; this server has no policy API yet, so that page stays hidden.
+    // `admin` holds every scope, so it sees every page.
     expect(nav).toContain('Approvals');
-    expect(nav).not.toContain('Policy');
+    expect(nav).toContain('Policy');
     await expect.poll(() => page.getByText('Live: new events appear').count(), { timeout: 10_000 }).toBe(1);
 
     const decision = await api('POST', '/v1/gates/evaluate', {

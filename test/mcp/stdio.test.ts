@@ -101,7 +101,8 @@ describe('gatehouse mcp (stdio)', () => {
     // The process closed the store cleanly: the file holds an intact chain.
     const gh = createGatehouse({ store: openSqliteStore({ filename: database }) });
     try {
-      expect(await gh.verifyHistory()).toMatchObject({ ok: true, checked: 2 });
+      // Three: the first use of the tenant also recorded the policy `gatehouse mcp` runs with.
+      expect(await gh.verifyHistory()).toMatchObject({ ok: true, checked: 3 });
     } finally {
       await gh.store.close();
     }

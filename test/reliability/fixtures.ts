@@ -27,11 +27,19 @@ export const cli = join(root, 'dist/adapters/cli/main.js');
 // ---- the route table --------------------------------------------------------------------------
 
 /** Path parameters a route reads; filled from real objects or fuzzed. */
-export type PathParam = 'key' | 'version' | 'conflict' | 'decision' | 'webhook' | 'delivery' | 'approval';
+export type PathParam =
+  | 'key'
+  | 'version'
+  | 'conflict'
+  | 'decision'
+  | 'webhook'
+  | 'delivery'
+  | 'approval'
+  | 'revision';
 
 /** One /v1 route: how to call it and the scope it needs. */
 export interface Route {
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** Hono's pattern, as `app.routes` lists it. */
   pattern: string;
   /** `null`: any valid key (`GET /v1/me`). */
@@ -155,6 +163,24 @@ export const ROUTES: readonly Route[] = [
     params: ['approval'],
     body: () => ({}),
   },
+  { method: 'GET', pattern: '/v1/policy', scope: 'history:read', params: [] },
+  {
+    method: 'PUT',
+    pattern: '/v1/policy',
+    scope: 'policy:write',
+    params: [],
+    // Without If-Match: 428 for the right scope (the fuzzing sends every header).
+    body: () => ({ policy: 'version: 1\n' }),
+  },
+  { method: 'GET', pattern: '/v1/policy/revisions', scope: 'history:read', params: [] },
+  { method: 'GET', pattern: '/v1/policy/revisions/:id', scope: 'history:read', params: ['revision'] },
+  {
+    method: 'POST',
+    pattern: '/v1/policy/replay',
+    scope: 'policy:write',
+    params: [],
+    body: () => ({ policy: 'version: 1\ndefault_verdict: Block\n', examples: 2 }),
+  },
 ];
 
 /** The route's path with its parameters filled in (each percent-encoded). */
@@ -244,6 +270,7 @@ export async function createWorld(
     'history:read',
     'webhooks:manage',
     'approvals:decide',
+    'policy:write',
     'admin',
   ] as const) {
     scoped[scope] = (await make([scope])).secret;
@@ -261,6 +288,11 @@ export async function createWorld(
   await gh.recordState({ ...budget, key: 'budget.currency', value: 'EUR' });
   const [delivery] = await gh.listDeliveries(webhook.id);
   const held = await gh.evaluate({ session_id: 's1', action: 'refunds.issue', params: { order: 'o-1' } });
+  const active = await gh.activatePolicy({
+    // The world's own policy plus an entry nothing uses: a stored revision that decides the same.
+    policy: `${gh.policy.source.trimEnd()}\n  "world.unused":\n    rules: []\n`,
+    expected_revision: gh.policy.revision,
+  });
   return {
     store,
     gh,
@@ -274,6 +306,7 @@ export async function createWorld(
       webhook: webhook.id,
       delivery: delivery!.delivery_id,
       approval: held.approval!.id,
+      revision: active.revision,
     },
   };
 }

@@ -357,6 +357,7 @@ describe.each(BACKENDS)('fuzzing every /v1 route (%s)', (_backend, open) => {
         webhook: fc.oneof(fc.constant(world.ids.webhook), pathValue),
         delivery: fc.oneof(fc.constant(world.ids.delivery), pathValue),
         approval: fc.oneof(fc.constant(world.ids.approval), pathValue),
+        revision: fc.oneof(fc.constant(world.ids.revision), pathValue),
       });
       const auth = fc.oneof(
         { weight: 6, arbitrary: fc.constant(world.keys.admin) },

@@ -165,7 +165,14 @@ describe('secrets never leave through history, webhooks, decisions or logs', () 
     const history = await api('GET', '/v1/history/events?order=asc&limit=500');
     const events = JSON.parse(history.text).events as Array<{ event_id: string; type: string }>;
     expect(new Set(events.map((e) => e.type))).toEqual(
-      new Set(['state_change', 'state_conflict', 'conflict_resolved', 'gate_evaluation', 'action_outcome']),
+      new Set([
+        'policy.activated',
+        'state_change',
+        'state_conflict',
+        'conflict_resolved',
+        'gate_evaluation',
+        'action_outcome',
+      ]),
     );
     expectNoSecret('history', history.text);
 

@@ -14,6 +14,7 @@ import {
   type StoredWebhook,
 } from '../../src/index.js';
 import { APPROVAL_POLICY, BUDGET_POLICY } from '../support/policies.js';
+import { policyRevisionContract } from './policyRevisionContract.js';
 
 /** How a test suite makes a fresh, empty store of one kind. */
 export interface StoreFactory {
@@ -634,6 +635,10 @@ export function runStoreContract(factory: StoreFactory): void {
         }
       });
     });
+    policyRevisionContract(
+      () => ({ store, gh }),
+      () => factory.open(),
+    );
 
     describe('api keys', () => {
       it('stores keys by hash, lists by tenant, revokes', async () => {

@@ -20,6 +20,8 @@ describe('WEBHOOK_EVENT_TYPES', () => {
       'approval.denied',
       'approval.expired',
       'approval.used',
+      'policy.activated',
+      'policy.replayed',
     ]);
   });
 

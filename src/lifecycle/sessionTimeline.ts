@@ -1,0 +1,123 @@
+/**
+ * A session's governed state at any position of the history, for replay. The stored rows give
+ * the exact values (every version of every item, every conflict, unmasked, with their own
+ * timestamps); the history's events say which version was current and which conflicts were open
+ * at each seq. Applying the session's events in seq order moves the state forward.
+ */
+import type { ConflictView, StateView } from '../gate/gateTypes.js';
+import { conflictViewOf, stateViewOf } from '../gate/stateView.js';
+import type { Conflict, HistoryEvent, StateItem } from '../schemas.js';
+import type { StoreReader } from '../store.js';
+
+/** `store.listConflicts` answers at most this many: an evaluation never saw more. */
+const OPEN_CONFLICTS_SEEN = 500;
+
+/** The state and open conflicts of a session at one position, as `evaluate` read them. */
+export interface SessionView {
+  state: Record<string, StateView>;
+  conflicts: ConflictView[];
+}
+
+/** One session's state, moved forward event by event. */
+export class SessionTimeline {
+  /** Version rows by key; index `version - 1`. */
+  readonly #versions = new Map<string, StateItem[]>();
+  readonly #conflicts = new Map<string, Conflict>();
+  /** Current version per key. */
+  readonly #current = new Map<string, number>();
+  /** Open conflict IDs. */
+  readonly #open = new Set<string>();
+  #view: SessionView | undefined;
+  /** Values of the session's secret items, to mask what a replay reports. */
+  readonly secrets = new Set<string>();
+  /** Rows held, the weight of this session in the replay's cache. */
+  readonly weight: number;
+
+  constructor(versions: readonly StateItem[], conflicts: readonly Conflict[]) {
+    for (const item of versions) {
+      let list = this.#versions.get(item.key);
+      if (!list) {
+        list = [];
+        this.#versions.set(item.key, list);
+      }
+      list[item.version - 1] = item;
+      if (item.sensitivity === 'secret') this.secrets.add(item.value);
+    }
+    for (const conflict of conflicts) this.#conflicts.set(conflict.conflict_id, conflict);
+    this.weight = versions.length + conflicts.length + 1;
+  }
+
+  /** Loads a session's rows from the store. */
+  static async load(store: StoreReader, tenantId: string, sessionId: string): Promise<SessionTimeline> {
+    const [versions, conflicts] = await Promise.all([
+      store.listSessionVersions(tenantId, sessionId),
+      store.listSessionConflicts(tenantId, sessionId),
+    ]);
+    return new SessionTimeline(versions, conflicts);
+  }
+
+  /** Moves the state past one event of this session (other event types change nothing). */
+  apply(event: Pick<HistoryEvent, 'type' | 'data'>): void {
+    const d = event.data;
+    switch (event.type) {
+      case 'state_change':
+        this.#current.set(String(d['key']), Number(d['version']));
+        break;
+      case 'state_conflict':
+        this.#open.add(String(d['conflict_id']));
+        break;
+      case 'conflict_resolved':
+        this.#open.delete(String(d['conflict_id']));
+        break;
+      default:
+        return;
+    }
+    this.#view = undefined;
+  }
+
+  /**
+   * The state as an evaluation at this position read it. `pinned` (a decision's recorded
+   * `state_versions`) overrides the version of those keys; `pinnedKeys` says whether any differed.
+   */
+  view(pinned?: Readonly<Record<string, number>>): SessionView & { pinnedKeys: number } {
+    this.#view ??= this.#build(undefined);
+    if (pinned === undefined) return { ...this.#view, pinnedKeys: 0 };
+    let differing = 0;
+    for (const [key, version] of Object.entries(pinned)) {
+      if (this.#current.get(key) !== version && this.#versions.get(key)?.[version - 1] !== undefined) {
+        differing += 1;
+      }
+    }
+    if (differing === 0) return { ...this.#view, pinnedKeys: 0 };
+    return { ...this.#build(pinned), pinnedKeys: differing };
+  }
+
+  #build(pinned: Readonly<Record<string, number>> | undefined): SessionView {
+    // Status follows the conflict rule's invariant: an item is conflicted while it has an open conflict.
+    const conflictedKeys = new Set<string>();
+    const open: Conflict[] = [];
+    for (const id of this.#open) {
+      const conflict = this.#conflicts.get(id);
+      if (!conflict) continue;
+      conflictedKeys.add(conflict.key);
+      open.push(conflict);
+    }
+    const current = new Map(this.#current);
+    if (pinned) {
+      for (const [key, version] of Object.entries(pinned)) {
+        if (this.#versions.get(key)?.[version - 1] !== undefined) current.set(key, version);
+      }
+    }
+    // The store lists items by key (byte order: keys are ASCII) and open conflicts newest first.
+    const state: Record<string, StateView> = {};
+    for (const key of [...current.keys()].sort()) {
+      const item = this.#versions.get(key)?.[current.get(key)! - 1];
+      if (!item) continue;
+      const view = stateViewOf(item);
+      view.status = conflictedKeys.has(key) ? 'conflicted' : 'current';
+      state[key] = view;
+    }
+    open.sort((a, b) => (a.conflict_id < b.conflict_id ? 1 : a.conflict_id > b.conflict_id ? -1 : 0));
+    return { state, conflicts: open.slice(0, OPEN_CONFLICTS_SEEN).map(conflictViewOf) };
+  }
+}
