@@ -15,7 +15,7 @@ import type { OperationContext } from './operationContext.js';
 export function decisionOperations(
   shared: OperationContext,
 ): Pick<Gatehouse, 'evaluate' | 'getDecision' | 'recordOutcome'> {
-  const { store, ids, clock, tenantOf, append } = shared;
+  const { store, ids, clock, tenantOf, append, tenantTransaction } = shared;
   return {
     async evaluate(rawInput, ctx) {
       const input = parseInput(EvaluateInputSchema, rawInput, 'gate evaluation');
@@ -58,7 +58,7 @@ export function decisionOperations(
         evaluated_at: evaluatedAt.toISOString(),
       };
       const masked = maskSecrets(decision, 'decision', secrets) as Decision;
-      await store.transaction((tx) =>
+      await tenantTransaction(tenantId, (tx) =>
         append(tx, tenantId, [
           {
             type: 'gate_evaluation',
@@ -94,7 +94,7 @@ export function decisionOperations(
       const input = parseInput(OutcomeInputSchema, rawInput, 'outcome');
       assertPlausibleId(decisionId, 'Decision');
       const tenantId = tenantOf(ctx);
-      return store.transaction(async (tx) => {
+      return tenantTransaction(tenantId, async (tx) => {
         // The chain head lock serialises outcome writers, so two concurrent reports cannot both pass the check.
         await tx.lockChainHead(tenantId);
         const events = await tx.queryEvents(tenantId, { decision_id: decisionId, order: 'asc', limit: 2 });

@@ -40,6 +40,11 @@ export interface OperationContext {
   tenantOf(ctx?: CallContext): string;
   /** The clock's time, ISO 8601. */
   now(): string;
+  /**
+   * A store transaction that changes `tenantId`'s items or chain only: the store may lock that
+   * chain first and commit it together with concurrent ones (group commit).
+   */
+  tenantTransaction<T>(tenantId: string, fn: (tx: StoreTx) => Promise<T>): Promise<T>;
   /** {@link appendEvents} with this instance's IDs, clock and delivery hook. */
   append(tx: StoreTx, tenantId: string, drafts: readonly EventDraft[]): Promise<StoredEvent[]>;
   /**
@@ -72,6 +77,9 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
 
   const append = (tx: StoreTx, tenantId: string, drafts: readonly EventDraft[]) =>
     appendEvents(tx, tenantId, drafts, { ids, now, onDeliveriesQueued: options.onDeliveriesQueued });
+
+  const tenantTransaction = <T>(tenantId: string, fn: (tx: StoreTx) => Promise<T>) =>
+    store.transaction(fn, { tenantId });
 
   function checkSource(source: string, ctx: CallContext | undefined, forWhat: string): number {
     const trust = policy.sources[source];
@@ -123,6 +131,7 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
     onDeliveriesQueued: options.onDeliveriesQueued,
     tenantOf,
     now,
+    tenantTransaction,
     append,
     checkSource,
     maxTrust,

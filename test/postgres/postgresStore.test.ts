@@ -58,6 +58,22 @@ describe.skipIf(!url)('PostgreSQL', () => {
       source: 'user_input',
     });
 
+    /** A state item version 1 of `key`, as a store writes it. */
+    const row = (key: string) => ({
+      session_id: 's1',
+      key,
+      value: 'v',
+      type: 'fact',
+      source: 'user_input',
+      trust: 3,
+      sensitivity: 'public' as const,
+      category: 'k',
+      version: 1,
+      status: 'current' as const,
+      metadata: {},
+      updated_at: new Date().toISOString(),
+    });
+
     /** Two instances of the service on one schema: two pools, two Gatehouses. */
     async function twoInstances() {
       const schema = freshSchema();
@@ -111,6 +127,82 @@ describe.skipIf(!url)('PostgreSQL', () => {
         } while (cursor);
         expect(seqs).toEqual(Array.from({ length: n }, (_, i) => i + 1));
         expect(await ghs[1].verifyHistory()).toMatchObject({ ok: true, checked: n });
+      } finally {
+        await close();
+      }
+    });
+
+    it('commits the transactions of one event-loop turn in one COMMIT, visible to other instances once settled', async () => {
+      const { stores, close } = await twoInstances();
+      try {
+        const pool = stores[0].pool as unknown as { connect: () => Promise<pg.PoolClient> };
+        const connect = pool.connect.bind(pool);
+        const counted = new WeakSet<object>();
+        let commits = 0;
+        pool.connect = async () => {
+          const client = await connect();
+          if (!counted.has(client)) {
+            counted.add(client);
+            const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+            (client as unknown as { query: unknown }).query = (...args: unknown[]) => {
+              if (args[0] === 'COMMIT') commits += 1;
+              return query(...args);
+            };
+          }
+          return client;
+        };
+        const items = await Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            stores[0].transaction(
+              async (tx) => {
+                expect(await tx.lockItem('t', 's1', `k.v${i}`)).toBeNull();
+                await tx.insertItemVersion('t', row(`k.v${i}`));
+                return `k.v${i}`;
+              },
+              { tenantId: 't' },
+            ),
+          ),
+        );
+        expect(commits).toBe(1);
+        // Settled means committed: the other instance sees every write.
+        for (const key of items) expect((await stores[1].getItem('t', 's1', key))?.value).toBe('v');
+      } finally {
+        await close();
+      }
+    });
+
+    it('refuses a transaction that declared one tenant and appends to another', async () => {
+      const store = await open();
+      try {
+        await expect(store.transaction((tx) => tx.lockChainHead('b'), { tenantId: 'a' })).rejects.toThrow(
+          /declared tenant 'a' but appends to tenant 'b'/,
+        );
+        // Undeclared, it may (it runs alone).
+        expect(await store.transaction((tx) => tx.lockChainHead('b'))).toBeNull();
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('two instances, two tenants, the same keys: no deadlock, versions gap-free, both chains verify', async () => {
+      const { ghs, close } = await twoInstances();
+      try {
+        const n = 48;
+        await Promise.all(
+          Array.from({ length: n }, (_, i) => {
+            const ctx = { tenantId: i % 4 < 2 ? 'a' : 'b' };
+            return i % 3 === 0
+              ? ghs[i % 2]!.evaluate({ session_id: 's1', action: 'files.read', params: { i } }, ctx)
+              : ghs[i % 2]!.recordState({ ...item(String(i)), key: `k.v${i % 3}` }, ctx);
+          }),
+        );
+        for (const tenantId of ['a', 'b']) {
+          for (const key of ['k.v1', 'k.v2']) {
+            const versions = (await ghs[0].listItemVersions('s1', key, { tenantId })).map((v) => v.version);
+            expect(versions).toEqual(Array.from({ length: versions.length }, (_, i) => i + 1));
+          }
+          expect((await ghs[1].verifyHistory({ tenantId })).ok).toBe(true);
+        }
       } finally {
         await close();
       }
