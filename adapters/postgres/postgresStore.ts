@@ -289,8 +289,11 @@ function createPostgresStore(pool: PostgresPool, schema: string): PostgresStore 
         open = true;
         return tx;
       },
-      savepoint: async () => {
-        await client.query('SAVEPOINT gatehouse_tx');
+      // One round trip: a simple query may hold both statements.
+      savepoint: async (first) => {
+        await client.query(
+          first ? 'SAVEPOINT gatehouse_tx' : 'RELEASE SAVEPOINT gatehouse_tx; SAVEPOINT gatehouse_tx',
+        );
       },
       rollbackToSavepoint: async () => {
         await client.query('ROLLBACK TO SAVEPOINT gatehouse_tx');

@@ -292,7 +292,8 @@ class SqliteStoreImpl implements SqliteStore {
       this.database.begin('IMMEDIATE');
       return this.#txApi;
     },
-    savepoint: async () => {
+    savepoint: async (first) => {
+      if (!first) this.#statement('RELEASE gatehouse_tx').run();
       this.#statement('SAVEPOINT gatehouse_tx').run();
     },
     rollbackToSavepoint: async () => {
