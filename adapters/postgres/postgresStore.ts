@@ -13,6 +13,8 @@
  *   taken and the COMMIT paid once per batch, and item locks are only ever taken under the
  *   tenant's chain-head lock, so batches of several instances cannot deadlock;
  * - webhook deliveries are claimed with `FOR UPDATE SKIP LOCKED` and a lease;
+ * - API keys found by hash are cached while a LISTEN connection hears every revocation of the
+ *   schema (./keyRevocations.ts); a revocation returns once its NOTIFY came back to this store;
  * - a dump reads one REPEATABLE READ snapshot; a load locks the history tables and runs in one
  *   transaction.
  */
@@ -23,6 +25,7 @@ import {
   type StoreTx,
   type TransactionOptions,
 } from '../../src/index.js';
+import { ApiKeyCache } from '../sql/apiKeyCache.js';
 import type { Statement } from '../sql/dialect.js';
 import { assertEmptyForLoad, dumpTables, loadRecords } from '../sql/dumpLoad.js';
 import type { SqlExecutor } from '../sql/executor.js';
@@ -31,6 +34,7 @@ import { apiKeyValues, num, type Row, str } from '../sql/rows.js';
 import * as sql from '../sql/statements.js';
 import * as operations from '../sql/storeOperations.js';
 import { postgresDialect } from './dialect.js';
+import { KeyRevocationListener, REVOKE_AND_NOTIFY } from './keyRevocations.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
 import {
   createPostgresPool,
@@ -249,12 +253,27 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       throw error;
     }
   }
-  return createPostgresStore(pool, schema);
+  return createPostgresStore(pool, schema, options);
 }
 
-function createPostgresStore(pool: PostgresPool, schema: string): PostgresStore {
+/** How long a revocation waits for its own NOTIFY to come back before it returns anyway. */
+const REVOCATION_ECHO_MS = 2000;
+
+function createPostgresStore(
+  pool: PostgresPool,
+  schema: string,
+  options: Pick<PostgresStoreOptions, 'connectionString' | 'onError'>,
+): PostgresStore {
   const db = createExecutor(pool);
   let closing: Promise<void> | undefined;
+  const keyCache = new ApiKeyCache();
+  const revocations = new KeyRevocationListener({
+    connectionString: options.connectionString,
+    schema,
+    onRevoked: () => keyCache.clear(),
+    onError: options.onError,
+  });
+  const keyStore = operations.createSqlKeyStore(db);
 
   /** A transaction's API over one client; `isOpen` false makes every statement fail. */
   function transactionApi(client: PostgresClient, isOpen: () => boolean): StoreTx {
@@ -325,7 +344,36 @@ function createPostgresStore(pool: PostgresPool, schema: string): PostgresStore 
     pool,
     schema,
     ...operations.createSqlReader(db, postgresDialect),
-    ...operations.createSqlKeyStore(db),
+    ...keyStore,
+
+    async findApiKeyByHash(hash) {
+      if (!revocations.listening) await revocations.ready();
+      // Cached only while every revocation is heard; a lookup begun before listening started
+      // (or before a revocation arrived) is not remembered.
+      const cacheable = revocations.listening;
+      if (cacheable) {
+        const cached = keyCache.get(hash);
+        if (cached) return cached;
+      }
+      const generation = keyCache.generation;
+      const key = await keyStore.findApiKeyByHash(hash);
+      if (cacheable && revocations.listening) keyCache.remember(hash, key, generation);
+      return key;
+    },
+
+    async revokeApiKey(keyId, at) {
+      const echo = revocations.nextNotification(REVOCATION_ECHO_MS);
+      const revoked = ((await db.run(REVOKE_AND_NOTIFY, [at, keyId, schema])) ?? 0) > 0;
+      keyCache.clear();
+      // PostgreSQL delivers the NOTIFY to every listening instance at once: once this store has
+      // its own, the others have theirs too (or are about to read it from their socket).
+      if (revoked) {
+        await echo;
+        // One more turn of the event loop: other stores of this process read their copy now.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      return revoked;
+    },
     ...operations.createSqlOutbox(db, postgresDialect),
 
     transaction<T>(fn: (tx: StoreTx) => Promise<T>, options?: TransactionOptions): Promise<T> {
@@ -422,7 +470,10 @@ function createPostgresStore(pool: PostgresPool, schema: string): PostgresStore 
       }
     },
     close() {
-      closing ??= group.drain().then(() => pool.end());
+      closing ??= group
+        .drain()
+        .then(() => revocations.close())
+        .then(() => pool.end());
       return closing;
     },
   };

@@ -15,6 +15,7 @@ import type {
   TransactionOptions,
 } from '../../src/index.js';
 import { STORE_TABLES } from '../../src/index.js';
+import { ApiKeyCache } from '../sql/apiKeyCache.js';
 import { assertEmptyForLoad, dumpTables, loadRecords } from '../sql/dumpLoad.js';
 import type { SqlExecutor } from '../sql/executor.js';
 import { type BatchConnection, GroupCommitQueue, runBatch } from '../sql/groupCommit.js';
@@ -164,6 +165,8 @@ class SqliteStoreImpl implements SqliteStore {
    * Either empties the whole cache; the store's own item writes drop their session's entry.
    */
   readonly #itemsCache = new Map<string, unknown[][]>();
+  /** Active API keys, trusted under the items cache's rule (another connection's commit clears it). */
+  readonly #keyCache = new ApiKeyCache();
   #expectedChanges = -1;
   #expectedDataVersion = -1;
   #closed = false;
@@ -232,6 +235,7 @@ class SqliteStoreImpl implements SqliteStore {
     const dataVersion = num(this.#statement('PRAGMA data_version').get()!['data_version']);
     if (changes !== this.#expectedChanges || dataVersion !== this.#expectedDataVersion) {
       this.#itemsCache.clear();
+      this.#keyCache.clear();
       this.#expectedChanges = changes;
       this.#expectedDataVersion = dataVersion;
     }
@@ -330,9 +334,26 @@ class SqliteStoreImpl implements SqliteStore {
   insertFirstApiKey = (k: StoredApiKey): Promise<boolean> =>
     this.#serial(() => this.#write(sql.insertFirstApiKey, apiKeyValues(k)) > 0);
   findApiKeyByHash: Store['findApiKeyByHash'] = (hash) =>
-    this.#serial(() => this.#keys.findApiKeyByHash(hash));
+    this.#serial(async () => {
+      // A revocation by another connection (process) is a commit there: data_version moves and
+      // the check clears the cache before this lookup. One by this store clears it itself.
+      this.#validateItemsCache();
+      const cached = this.#keyCache.get(hash);
+      if (cached) return cached;
+      const generation = this.#keyCache.generation;
+      const key = await this.#keys.findApiKeyByHash(hash);
+      this.#keyCache.remember(hash, key, generation);
+      return key;
+    });
   listApiKeys: Store['listApiKeys'] = (tenantId) => this.#serial(() => this.#keys.listApiKeys(tenantId));
-  revokeApiKey: Store['revokeApiKey'] = (id, at) => this.#serial(() => this.#keys.revokeApiKey(id, at));
+  revokeApiKey: Store['revokeApiKey'] = (id, at) =>
+    this.#serial(async () => {
+      try {
+        return await this.#keys.revokeApiKey(id, at);
+      } finally {
+        this.#keyCache.clear();
+      }
+    });
   countApiKeys: Store['countApiKeys'] = () => this.#serial(() => this.#keys.countApiKeys());
 
   // One UPDATE … RETURNING claims them (SQLite has a single writer: no row can be claimed twice);

@@ -8,7 +8,16 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openPostgresStore, type PostgresStore } from '../../adapters/postgres/index.js';
 import { openSqliteStore } from '../../adapters/sqlite/index.js';
-import { createGatehouse, type DumpRecord, type Store } from '../../src/index.js';
+import {
+  authenticateApiKey,
+  createApiKey,
+  createGatehouse,
+  createIdGenerator,
+  type DumpRecord,
+  GatehouseError,
+  type Store,
+  systemRandomBytes,
+} from '../../src/index.js';
 import { runStoreContract } from '../store/contract.js';
 
 const url = process.env['GATEHOUSE_TEST_DATABASE_URL'];
@@ -206,6 +215,78 @@ describe.skipIf(!url)('PostgreSQL', () => {
       } finally {
         await close();
       }
+    });
+
+    describe('API-key cache', () => {
+      const deps = () => ({ ids: createIdGenerator(), randomBytes: systemRandomBytes, now: new Date() });
+      /** Counts the key lookups that reach PostgreSQL through this store's pool. */
+      function countLookups(store: PostgresStore): () => number {
+        let lookups = 0;
+        const pool = store.pool as unknown as { query: (...args: unknown[]) => unknown };
+        const query = pool.query.bind(pool);
+        pool.query = (...args: unknown[]) => {
+          if (String(args[0]).includes('FROM api_keys WHERE hash')) lookups += 1;
+          return query(...args);
+        };
+        return () => lookups;
+      }
+      const refused = (p: Promise<unknown>) =>
+        expect(p).rejects.toSatisfy((e) => e instanceof GatehouseError && e.code === 'unauthorized');
+
+      it('answers from the cache while listening; refuses a revoked key at once here and on NOTIFY elsewhere', async () => {
+        const { stores, close } = await twoInstances();
+        try {
+          const [a, b] = stores;
+          const { secret, key } = await createApiKey(a, deps(), { scopes: ['gate:evaluate'] });
+          const lookups = countLookups(b);
+          for (let i = 0; i < 5; i++) await authenticateApiKey(b, secret);
+          expect(lookups()).toBe(1);
+          await authenticateApiKey(a, secret);
+          expect(await a.revokeApiKey(key.id, new Date().toISOString())).toBe(true);
+          await refused(authenticateApiKey(a, secret));
+          // The other instance hears the same NOTIFY; until its socket is read it may still answer
+          // from its cache (the documented bound), never longer.
+          for (let i = 0; ; i++) {
+            const ok = await authenticateApiKey(b, secret).then(
+              () => true,
+              () => false,
+            );
+            if (!ok) break;
+            expect(i).toBeLessThan(100);
+            await new Promise((r) => setTimeout(r, 10));
+          }
+          await refused(authenticateApiKey(b, secret));
+        } finally {
+          await close();
+        }
+      });
+
+      it('stops caching when its LISTEN connection drops, so a revocation it cannot hear is still refused', async () => {
+        const { stores, close } = await twoInstances();
+        try {
+          const [a, b] = stores;
+          const { secret, key } = await createApiKey(a, deps());
+          const lookups = countLookups(b);
+          await authenticateApiKey(b, secret);
+          await authenticateApiKey(b, secret);
+          expect(lookups()).toBe(1);
+          const dropped = await a.pool.query(
+            'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1',
+            [`gatehouse-keys:${b.schema}`],
+          );
+          expect(dropped.rowCount).toBeGreaterThan(0);
+          // Until b notices the drop it may answer from its cache; after that, from the database.
+          for (let i = 0; lookups() < 2; i++) {
+            expect(i).toBeLessThan(100);
+            await new Promise((r) => setTimeout(r, 20));
+            await authenticateApiKey(b, secret);
+          }
+          expect(await a.revokeApiKey(key.id, new Date().toISOString())).toBe(true);
+          await refused(authenticateApiKey(b, secret));
+        } finally {
+          await close();
+        }
+      });
     });
 
     it('two instances opening a fresh schema at once both succeed and migrate once', async () => {
