@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openSqliteDatabase } from '../../adapters/sqlite/driver.js';
-import { openSqliteStore, type SqliteStore } from '../../adapters/sqlite/index.js';
+import { openSqliteStore, SQLITE_MIGRATIONS, type SqliteStore } from '../../adapters/sqlite/index.js';
 import { createGatehouse, type Store } from '../../src/index.js';
 import { runStoreContract } from '../store/contract.js';
 
@@ -61,7 +61,9 @@ describe('SQLite store specifics', () => {
     expect((await gh2.verifyHistory()).ok).toBe(true);
     await b.close();
     const db = openSqliteDatabase(filename, { readOnly: true });
-    expect({ ...db.prepare('SELECT count(*) AS n FROM schema_migrations').get() }).toEqual({ n: 1 });
+    expect({ ...db.prepare('SELECT count(*) AS n FROM schema_migrations').get() }).toEqual({
+      n: SQLITE_MIGRATIONS.length,
+    });
     expect(db.prepare('PRAGMA journal_mode').get()?.['journal_mode']).toBe('wal');
     db.close();
   });

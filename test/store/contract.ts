@@ -299,6 +299,38 @@ export function runStoreContract(factory: StoreFactory): void {
     });
 
     describe('history', () => {
+      it('filters a session by each event type exactly, evaluations included, in both orders', async () => {
+        for (let i = 0; i < 6; i++) {
+          const session_id = i % 3 === 2 ? 's2' : 's1';
+          await gh.recordState(item({ session_id, key: `k.n${i}` }));
+          await gh.evaluate({ session_id, action: 'files.read', params: { i } });
+        }
+        const all = (await gh.readHistory({ order: 'asc', limit: 500 })).events;
+        for (const type of ['gate_evaluation', 'state_change'] as const) {
+          for (const order of ['asc', 'desc'] as const) {
+            const expected = all
+              .filter((e) => e.session_id === 's1' && e.type === type)
+              .map((e) => e.seq)
+              .sort((a, b) => (order === 'asc' ? a - b : b - a));
+            const seen: number[] = [];
+            let cursor: string | undefined;
+            do {
+              const page = await gh.readHistory({
+                session_id: 's1',
+                type,
+                order,
+                limit: 3,
+                ...(cursor ? { cursor } : {}),
+              });
+              seen.push(...page.events.map((e) => e.seq));
+              cursor = page.next_cursor ?? undefined;
+            } while (cursor);
+            expect(seen).toEqual(expected);
+            expect(seen).toHaveLength(4);
+          }
+        }
+      });
+
       it('pages with an opaque cursor in both orders, filtered by session and type', async () => {
         for (let i = 0; i < 7; i++) {
           await gh.recordState(item({ key: `k.n${i}`, session_id: i % 2 ? 's2' : 's1' }));
