@@ -18,6 +18,7 @@ const BENCHMARKS = [
   'faces',
   'webhooks',
   'postgres',
+  'peer-agt',
 ];
 
 function parseArgs(argv) {
