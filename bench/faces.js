@@ -167,5 +167,16 @@ export async function run({ quick }) {
     notes.push('adapters/langchain is not built yet: LangChain skipped');
   }
   if (tables.length === 0) return { skipped: notes.join('; ') };
-  return { tables, notes, extra };
+  const targets =
+    extra.mcp_overhead_us === undefined
+      ? []
+      : [
+          {
+            what: 'MCP evaluate_gate overhead per call over POST /v1/gates/evaluate (µs)',
+            value: extra.mcp_overhead_us,
+            op: '<=',
+            target: 500,
+          },
+        ];
+  return { tables, targets, notes, extra };
 }

@@ -119,6 +119,10 @@ export async function run({ quick }) {
     }
     return {
       rows,
+      targets: [
+        { what: 'evaluate ops/s, 2 instances ÷ 1 instance', value: scaling.evaluate, op: '>=', target: 1 },
+        { what: 'recordState ops/s, 2 instances ÷ 1 instance', value: scaling.record, op: '>=', target: 1 },
+      ],
       notes: [
         `2 instances ÷ 1 instance: evaluate ${scaling.evaluate.toFixed(2)}×, recordState ${scaling.record.toFixed(2)}× (one tenant: every append takes the tenant's chain head lock)`,
         `PostgreSQL at ${new URL(url).host}, schema ${schema} (dropped afterwards)`,

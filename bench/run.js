@@ -19,6 +19,7 @@ const BENCHMARKS = [
   'webhooks',
   'postgres',
   'replay',
+  'peer-agt',
 ];
 
 function parseArgs(argv) {

@@ -156,6 +156,14 @@ export async function run({ quick }) {
           ratio: null,
         },
       ],
+      targets: [
+        {
+          what: 'dispatcher drain ÷ bare undici POSTs',
+          value: dispatcherRate / bareRate,
+          op: '>=',
+          target: 0.6,
+        },
+      ],
       notes: [
         `deliveries: ${delivered} delivered, ${failed} not; evaluate → delivery p50 ${(lat.p50_us / 1000).toFixed(2)} ms`,
       ],

@@ -338,15 +338,28 @@ export interface DumpRecord {
   row: Record<string, string | number | null>;
 }
 
+/** Options for {@link Store.transaction}. */
+export interface TransactionOptions {
+  /**
+   * The one tenant whose items and chain the transaction may change. A store that serves many
+   * instances (PostgreSQL) locks that chain first, so transactions grouped into one database
+   * transaction never wait on each other in opposite orders; without it, the transaction runs
+   * alone. A transaction that appends to another tenant's chain is refused.
+   */
+  tenantId?: string;
+}
+
 /** A Gatehouse database. */
 export interface Store extends StoreReader, KeyStore, OutboxStore {
   /** A short name for logs and `/readyz` (`sqlite`, `postgres`). */
   readonly kind: string;
   /**
    * Runs `fn` in one transaction: all of its writes land or none. Transactions that touch the
-   * same item or the same tenant's chain serialise.
+   * same item or the same tenant's chain serialise. A store may commit several callers' `fn` in
+   * one database transaction (group commit), each in its own savepoint: one caller's failure
+   * undoes only its own writes, and the promise settles only after the COMMIT that holds them.
    */
-  transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: StoreTx) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /** Lightweight liveness query; throws when the database is unreachable. */
   ping(): Promise<void>;
   /** Closes the database; safe to call twice. */

@@ -7,18 +7,34 @@
  *   is no row yet to lock;
  * - a tenant's chain head is locked by an upsert that takes the row lock and returns the newest
  *   committed head, so appends of one tenant serialise and `seq` stays gap-free;
+ * - transactions that declare their tenant are group-committed (adapters/sql/groupCommit.ts): one
+ *   batch at a time per store, one database transaction per batch that locks its tenants' chain
+ *   heads first, in tenant order, then runs each caller in a savepoint. The chain-head lock is
+ *   taken and the COMMIT paid once per batch, and item locks are only ever taken under the
+ *   tenant's chain-head lock, so batches of several instances cannot deadlock;
  * - webhook deliveries are claimed with `FOR UPDATE SKIP LOCKED` and a lease;
+ * - API keys found by hash are cached while a LISTEN connection hears every revocation of the
+ *   schema (./keyRevocations.ts); a revocation returns once its NOTIFY came back to this store;
  * - a dump reads one REPEATABLE READ snapshot; a load locks the history tables and runs in one
  *   transaction.
  */
-import { type DumpRecord, GatehouseError, type Store, type StoreTx } from '../../src/index.js';
+import {
+  type DumpRecord,
+  GatehouseError,
+  type Store,
+  type StoreTx,
+  type TransactionOptions,
+} from '../../src/index.js';
+import { ApiKeyCache } from '../sql/apiKeyCache.js';
 import type { Statement } from '../sql/dialect.js';
 import { assertEmptyForLoad, dumpTables, loadRecords } from '../sql/dumpLoad.js';
 import type { SqlExecutor } from '../sql/executor.js';
+import { type BatchConnection, type BatchMember, GroupCommitQueue, runBatch } from '../sql/groupCommit.js';
 import { apiKeyValues, num, type Row, str } from '../sql/rows.js';
 import * as sql from '../sql/statements.js';
 import * as operations from '../sql/storeOperations.js';
 import { postgresDialect } from './dialect.js';
+import { KeyRevocationListener, REVOKE_AND_NOTIFY } from './keyRevocations.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
 import {
   createPostgresPool,
@@ -84,6 +100,11 @@ export interface PostgresStore extends Store {
 const MIGRATION_LOCK_CLASS = 0x47480001;
 const ITEM_LOCK_CLASS = 0x47480002;
 const PING_TIMEOUT_MS = 5000;
+/**
+ * Most transactions committed together. Each caller's savepoint is a subtransaction; past 64 in
+ * one transaction PostgreSQL's snapshots overflow their subtransaction cache and slow every session.
+ */
+const GROUP_COMMIT_MAX = 32;
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /** Type OIDs of int2, int4 and int8: dumped as numbers, whatever the driver hands back. */
@@ -232,43 +253,135 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       throw error;
     }
   }
-  return createPostgresStore(pool, schema);
+  return createPostgresStore(pool, schema, options);
 }
 
-function createPostgresStore(pool: PostgresPool, schema: string): PostgresStore {
+/** How long a revocation waits for its own NOTIFY to come back before it returns anyway. */
+const REVOCATION_ECHO_MS = 2000;
+
+function createPostgresStore(
+  pool: PostgresPool,
+  schema: string,
+  options: Pick<PostgresStoreOptions, 'connectionString' | 'onError'>,
+): PostgresStore {
   const db = createExecutor(pool);
   let closing: Promise<void> | undefined;
+  const keyCache = new ApiKeyCache();
+  const revocations = new KeyRevocationListener({
+    connectionString: options.connectionString,
+    schema,
+    onRevoked: () => keyCache.clear(),
+    onError: options.onError,
+  });
+  const keyStore = operations.createSqlKeyStore(db);
+
+  /** A transaction's API over one client; `isOpen` false makes every statement fail. */
+  function transactionApi(client: PostgresClient, isOpen: () => boolean): StoreTx {
+    // A tx used after its transaction ended would run on a connection that is back in the pool.
+    const guarded: PostgresQueryable = {
+      query: ((...args: Parameters<PostgresClient['query']>) =>
+        isOpen()
+          ? client.query(...args)
+          : Promise.reject(new Error('This transaction has already ended.'))) as PostgresQueryable['query'],
+    };
+    const txDb = createExecutor(guarded);
+    return operations.createSqlTx(txDb, postgresDialect, {
+      // Taken before reading, so that first writers of a key (no row to lock yet) serialise
+      // too; the read that follows is a new statement and sees what the previous holder committed.
+      beforeLockItem: async (t, s, k) => {
+        await txDb.get(`SELECT pg_advisory_xact_lock(${ITEM_LOCK_CLASS}, hashtext(?::text))`, [
+          JSON.stringify([schema, t, s, k]),
+        ]);
+      },
+    });
+  }
+
+  /** Runs one batch of declared-tenant transactions on one pooled connection. */
+  async function runGroup(batch: readonly BatchMember[]): Promise<void> {
+    const client = await pool.connect();
+    let open = false;
+    let broken: Error | undefined;
+    const tx = transactionApi(client, () => open);
+    const connection: BatchConnection = {
+      begin: async () => {
+        await client.query('BEGIN');
+        open = true;
+        return tx;
+      },
+      // One round trip: a simple query may hold both statements.
+      savepoint: async (first) => {
+        await client.query(
+          first ? 'SAVEPOINT gatehouse_tx' : 'RELEASE SAVEPOINT gatehouse_tx; SAVEPOINT gatehouse_tx',
+        );
+      },
+      rollbackToSavepoint: async () => {
+        await client.query('ROLLBACK TO SAVEPOINT gatehouse_tx');
+      },
+      commit: async () => {
+        open = false;
+        await client.query('COMMIT');
+      },
+      rollback: async () => {
+        open = false;
+        await client.query('ROLLBACK').catch((e: Error) => {
+          broken = e;
+          throw e;
+        });
+      },
+      isOpen: () => broken === undefined,
+    };
+    try {
+      await runBatch(batch, connection, { lockTenantsFirst: true });
+    } finally {
+      // A connection whose ROLLBACK failed is in an unknown state: destroy it, don't pool it.
+      client.release(broken);
+    }
+  }
+  const group = new GroupCommitQueue({ maxBatch: GROUP_COMMIT_MAX, run: runGroup });
 
   return {
     kind: 'postgres',
     pool,
     schema,
     ...operations.createSqlReader(db, postgresDialect),
-    ...operations.createSqlKeyStore(db),
+    ...keyStore,
+
+    async findApiKeyByHash(hash) {
+      if (!revocations.listening) await revocations.ready();
+      // Cached only while every revocation is heard; a lookup begun before listening started
+      // (or before a revocation arrived) is not remembered.
+      const cacheable = revocations.listening;
+      if (cacheable) {
+        const cached = keyCache.get(hash);
+        if (cached) return cached;
+      }
+      const generation = keyCache.generation;
+      const key = await keyStore.findApiKeyByHash(hash);
+      if (cacheable && revocations.listening) keyCache.remember(hash, key, generation);
+      return key;
+    },
+
+    async revokeApiKey(keyId, at) {
+      const echo = revocations.nextNotification(REVOCATION_ECHO_MS);
+      const revoked = ((await db.run(REVOKE_AND_NOTIFY, [at, keyId, schema])) ?? 0) > 0;
+      keyCache.clear();
+      // PostgreSQL delivers the NOTIFY to every listening instance at once: once this store has
+      // its own, the others have theirs too (or are about to read it from their socket).
+      if (revoked) {
+        await echo;
+        // One more turn of the event loop: other stores of this process read their copy now.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      return revoked;
+    },
     ...operations.createSqlOutbox(db, postgresDialect),
 
-    transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+    transaction<T>(fn: (tx: StoreTx) => Promise<T>, options?: TransactionOptions): Promise<T> {
+      if (options?.tenantId !== undefined) return group.enqueue(fn, options);
       return inTransaction(pool, 'BEGIN', async (client) => {
         let finished = false;
-        // A tx used after its transaction ended would run on a connection that is back in the pool.
-        const guarded: PostgresQueryable = {
-          query: ((...args: Parameters<PostgresClient['query']>) =>
-            finished
-              ? Promise.reject(new Error('This transaction has already ended.'))
-              : client.query(...args)) as PostgresQueryable['query'],
-        };
-        const txDb = createExecutor(guarded);
-        const tx = operations.createSqlTx(txDb, postgresDialect, {
-          // Taken before reading, so that first writers of a key (no row to lock yet) serialise
-          // too; the read that follows is a new statement and sees what the previous holder committed.
-          beforeLockItem: async (t, s, k) => {
-            await txDb.get(`SELECT pg_advisory_xact_lock(${ITEM_LOCK_CLASS}, hashtext(?::text))`, [
-              JSON.stringify([schema, t, s, k]),
-            ]);
-          },
-        });
         try {
-          return await fn(tx);
+          return await fn(transactionApi(client, () => !finished));
         } finally {
           finished = true;
         }
@@ -357,7 +470,10 @@ function createPostgresStore(pool: PostgresPool, schema: string): PostgresStore 
       }
     },
     close() {
-      closing ??= pool.end();
+      closing ??= group
+        .drain()
+        .then(() => revocations.close())
+        .then(() => pool.end());
       return closing;
     },
   };

@@ -181,6 +181,17 @@ CREATE TABLE policy_active (
 `,
   },
   {
+    version: 4,
+    name: 'gate evaluations skip the session-and-type index',
+    // Every decision wrote six B-trees. Gate evaluations are most of a log, and a session's
+    // evaluations are found by walking the session's index (events_by_session) newest first and
+    // skipping its other events; every other type keeps its session-and-type index.
+    sql: `
+DROP INDEX events_by_session_type;
+CREATE INDEX events_by_session_type ON events (tenant_id, session_id, type, seq) WHERE type <> 'gate_evaluation';
+`,
+  },
+  {
     // The trace an outbox row was queued in, so its delivery attempts join that trace from any
     // instance and after a restart (it is not part of the hash-chained event).
     version: 5,

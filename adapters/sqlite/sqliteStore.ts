@@ -6,10 +6,19 @@
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { DumpRecord, StateItem, Store, StoredApiKey, StoreTx } from '../../src/index.js';
+import type {
+  DumpRecord,
+  StateItem,
+  Store,
+  StoredApiKey,
+  StoreTx,
+  TransactionOptions,
+} from '../../src/index.js';
 import { STORE_TABLES } from '../../src/index.js';
+import { ApiKeyCache } from '../sql/apiKeyCache.js';
 import { assertEmptyForLoad, dumpTables, loadRecords } from '../sql/dumpLoad.js';
 import type { SqlExecutor } from '../sql/executor.js';
+import { type BatchConnection, GroupCommitQueue, runBatch } from '../sql/groupCommit.js';
 import { apiKeyValues, itemsFromRows, num, type Row, str } from '../sql/rows.js';
 import * as sql from '../sql/statements.js';
 import * as operations from '../sql/storeOperations.js';
@@ -47,6 +56,12 @@ export interface SqliteStore extends Store {
 
 /** Sessions whose current items the items cache keeps; the oldest entry goes first. */
 const ITEMS_CACHE_SESSIONS = 256;
+
+/**
+ * Most transactions committed together (see adapters/sql/groupCommit.ts). Callers wait for the
+ * whole batch, so this bounds the latency one COMMIT adds; 64 callers of evaluate are a few ms.
+ */
+const GROUP_COMMIT_MAX = 64;
 
 /** Rows a load hands over at once (each inserted by one cached single-row statement). */
 const LOAD_BATCH_ROWS = 500;
@@ -150,6 +165,8 @@ class SqliteStoreImpl implements SqliteStore {
    * Either empties the whole cache; the store's own item writes drop their session's entry.
    */
   readonly #itemsCache = new Map<string, unknown[][]>();
+  /** Active API keys, trusted under the items cache's rule (another connection's commit clears it). */
+  readonly #keyCache = new ApiKeyCache();
   #expectedChanges = -1;
   #expectedDataVersion = -1;
   #closed = false;
@@ -218,6 +235,7 @@ class SqliteStoreImpl implements SqliteStore {
     const dataVersion = num(this.#statement('PRAGMA data_version').get()!['data_version']);
     if (changes !== this.#expectedChanges || dataVersion !== this.#expectedDataVersion) {
       this.#itemsCache.clear();
+      this.#keyCache.clear();
       this.#expectedChanges = changes;
       this.#expectedDataVersion = dataVersion;
     }
@@ -276,22 +294,49 @@ class SqliteStoreImpl implements SqliteStore {
 
   // ---- transactions ------------------------------------------------------------------------
 
-  transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
-    return this.#mutex.run(async () => {
-      this.database.begin('IMMEDIATE');
-      try {
-        const result = await fn(this.#txApi);
-        this.database.commit();
-        return result;
-      } catch (error) {
-        if (this.database.inTransaction) this.database.rollback();
-        // The statements counted changes that are now undone: start the cache afresh.
-        this.#itemsCache.clear();
-        this.#expectedChanges = -1;
-        throw error;
-      }
-    });
+  /**
+   * Group commit: the transactions of one event-loop turn share one BEGIN IMMEDIATE … COMMIT, a
+   * savepoint each (adapters/sql/groupCommit.ts). The connection is held for the whole batch.
+   */
+  transaction<T>(fn: (tx: StoreTx) => Promise<T>, options?: TransactionOptions): Promise<T> {
+    return this.#group.enqueue(fn, options);
   }
+
+  readonly #batchConnection: BatchConnection = {
+    begin: async () => {
+      this.database.begin('IMMEDIATE');
+      return this.#txApi;
+    },
+    savepoint: async (first) => {
+      if (!first) this.#statement('RELEASE gatehouse_tx').run();
+      this.#statement('SAVEPOINT gatehouse_tx').run();
+    },
+    rollbackToSavepoint: async () => {
+      this.#statement('ROLLBACK TO gatehouse_tx').run();
+    },
+    commit: async () => {
+      this.database.commit();
+    },
+    rollback: async () => {
+      if (this.database.inTransaction) this.database.rollback();
+    },
+    isOpen: () => this.database.inTransaction,
+  };
+
+  readonly #group = new GroupCommitQueue({
+    maxBatch: GROUP_COMMIT_MAX,
+    run: (batch) =>
+      this.#mutex.run(() =>
+        runBatch(batch, this.#batchConnection, {
+          lockTenantsFirst: false,
+          // The statements counted changes that are now undone: start the cache afresh.
+          onRolledBack: () => {
+            this.#itemsCache.clear();
+            this.#expectedChanges = -1;
+          },
+        }),
+      ),
+  });
 
   // ---- keys and outbox ---------------------------------------------------------------------
 
@@ -300,9 +345,26 @@ class SqliteStoreImpl implements SqliteStore {
   insertFirstApiKey = (k: StoredApiKey): Promise<boolean> =>
     this.#serial(() => this.#write(sql.insertFirstApiKey, apiKeyValues(k)) > 0);
   findApiKeyByHash: Store['findApiKeyByHash'] = (hash) =>
-    this.#serial(() => this.#keys.findApiKeyByHash(hash));
+    this.#serial(async () => {
+      // A revocation by another connection (process) is a commit there: data_version moves and
+      // the check clears the cache before this lookup. One by this store clears it itself.
+      this.#validateItemsCache();
+      const cached = this.#keyCache.get(hash);
+      if (cached) return cached;
+      const generation = this.#keyCache.generation;
+      const key = await this.#keys.findApiKeyByHash(hash);
+      this.#keyCache.remember(hash, key, generation);
+      return key;
+    });
   listApiKeys: Store['listApiKeys'] = (tenantId) => this.#serial(() => this.#keys.listApiKeys(tenantId));
-  revokeApiKey: Store['revokeApiKey'] = (id, at) => this.#serial(() => this.#keys.revokeApiKey(id, at));
+  revokeApiKey: Store['revokeApiKey'] = (id, at) =>
+    this.#serial(async () => {
+      try {
+        return await this.#keys.revokeApiKey(id, at);
+      } finally {
+        this.#keyCache.clear();
+      }
+    });
   countApiKeys: Store['countApiKeys'] = () => this.#serial(() => this.#keys.countApiKeys());
 
   // One UPDATE … RETURNING claims them (SQLite has a single writer: no row can be claimed twice);
@@ -400,7 +462,9 @@ class SqliteStoreImpl implements SqliteStore {
     });
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
+    // Transactions already started are committed (or fail) before the connection goes.
+    await this.#group.drain();
     return this.#mutex.run(() => {
       if (this.#closed) return;
       this.#closed = true;

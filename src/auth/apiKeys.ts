@@ -103,15 +103,14 @@ function buildApiKey(
  *   the answer reveals nothing about which)
  */
 export async function authenticateApiKey(store: KeyStore, token: string): Promise<Principal> {
-  const unauthorized = new GatehouseError(
-    'unauthorized',
-    'The API key is missing, malformed, unknown or revoked.',
-  );
-  if (!token.startsWith(KEY_PREFIX) || token.length > 200) throw unauthorized;
+  // Built only on failure: an error captures a stack, which the successful path never needs.
+  const unauthorized = () =>
+    new GatehouseError('unauthorized', 'The API key is missing, malformed, unknown or revoked.');
+  if (!token.startsWith(KEY_PREFIX) || token.length > 200) throw unauthorized();
   const hash = hashApiKey(token);
   const key = await store.findApiKeyByHash(hash);
-  if (!key || key.revoked_at !== null) throw unauthorized;
-  if (!timingSafeEqual(Buffer.from(key.hash, 'hex'), Buffer.from(hash, 'hex'))) throw unauthorized;
+  if (!key || key.revoked_at !== null) throw unauthorized();
+  if (!timingSafeEqual(Buffer.from(key.hash, 'hex'), Buffer.from(hash, 'hex'))) throw unauthorized();
   return {
     tenantId: key.tenant_id,
     keyId: key.id,

@@ -16,7 +16,7 @@ import type { OperationContext } from './operationContext.js';
 export function decisionOperations(
   shared: OperationContext,
 ): Pick<Gatehouse, 'evaluate' | 'getDecision' | 'recordOutcome'> {
-  const { store, ids, clock, tenantOf, append } = shared;
+  const { store, ids, clock, tenantOf, append, tenantTransaction } = shared;
   return {
     async evaluate(rawInput, ctx) {
       const input = parseInput(EvaluateInputSchema, rawInput, 'gate evaluation');
@@ -71,7 +71,7 @@ export function decisionOperations(
         });
       }
       const masked = maskSecrets(decision, 'decision', secrets) as Decision;
-      await shared.transaction((tx) =>
+      await tenantTransaction(tenantId, (tx) =>
         append(tx, tenantId, [
           {
             type: 'gate_evaluation',
@@ -107,7 +107,7 @@ export function decisionOperations(
       const input = parseInput(OutcomeInputSchema, rawInput, 'outcome');
       assertPlausibleId(decisionId, 'Decision');
       const tenantId = tenantOf(ctx);
-      return shared.transaction(async (tx) => {
+      return tenantTransaction(tenantId, async (tx) => {
         // The chain head lock serialises outcome writers, so two concurrent reports cannot both pass the check.
         await tx.lockChainHead(tenantId);
         const events = await tx.queryEvents(tenantId, { decision_id: decisionId, order: 'asc', limit: 2 });

@@ -49,6 +49,11 @@ export interface OperationContext {
   tenantOf(ctx?: CallContext): string;
   /** The clock's time, ISO 8601. */
   now(): string;
+  /**
+   * A store transaction that changes `tenantId`'s items or chain only: the store may lock that
+   * chain first and commit it together with concurrent ones (group commit).
+   */
+  tenantTransaction<T>(tenantId: string, fn: (tx: StoreTx) => Promise<T>): Promise<T>;
   /** {@link appendEvents} with this instance's IDs, clock and delivery hook. */
   append(tx: StoreTx, tenantId: string, drafts: readonly EventDraft[]): Promise<StoredEvent[]>;
   /**
@@ -91,6 +96,8 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
     append: async (tx, tenantId, data) =>
       (await append(tx, tenantId, [{ type: 'policy.activated', session_id: '', data }]))[0]!,
   });
+  const tenantTransaction = <T>(tenantId: string, fn: (tx: StoreTx) => Promise<T>) =>
+    transaction(fn, { tenantId });
 
   function checkSource(source: string, ctx: CallContext | undefined, forWhat: string): number {
     // The tenant's policy as its operation last resolved it (recordState resolves it first).
@@ -148,6 +155,7 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
     transaction,
     tenantOf,
     now,
+    tenantTransaction,
     append,
     checkSource,
     maxTrust,

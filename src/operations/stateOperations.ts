@@ -36,6 +36,7 @@ export function stateOperations(
   | 'resolveConflict'
 > {
   const { store, ids, tenantOf, now, append, checkSource, maxTrust, requireItem, parseSession } = shared;
+  const { tenantTransaction } = shared;
 
   async function requireConflict(
     reader: StoreReader,
@@ -58,7 +59,7 @@ export function stateOperations(
       const { sensitivity } = classify(key, input.value);
       const metadata = input.metadata ?? {};
 
-      return shared.transaction(async (tx) => {
+      return tenantTransaction(tenantId, async (tx) => {
         const current = await tx.lockItem(tenantId, input.session_id, key);
         const currentVersion = current?.version ?? 0;
         if (input.expected_version !== undefined && input.expected_version !== currentVersion) {
@@ -205,7 +206,7 @@ export function stateOperations(
     async resolveConflict(conflictId, rawInput, ctx) {
       const input = parseInput(ResolveConflictInputSchema, rawInput, 'resolution');
       const tenantId = tenantOf(ctx);
-      return shared.transaction(async (tx) => {
+      return tenantTransaction(tenantId, async (tx) => {
         const found = await requireConflict(tx, tenantId, conflictId);
         const current = await tx.lockItem(tenantId, found.session_id, found.key);
         // Read again under the item lock: a concurrent resolver may have settled it meanwhile.

@@ -3,7 +3,7 @@
  * same span without each adapter knowing about tracing.
  */
 import { context } from '@opentelemetry/api';
-import type { Store, StoreTx } from '../store.js';
+import type { Store, StoreTx, TransactionOptions } from '../store.js';
 import { inSpan } from '../telemetry.js';
 
 /** OTel `db.system.name` values for the stores Gatehouse ships; others keep their own kind. */
@@ -14,11 +14,13 @@ const DB_SYSTEM: Readonly<Record<string, string>> = { sqlite: 'sqlite', postgres
  * span's context whatever the store does with promises (a store may queue transactions on a
  * chain started by another caller), so what it appends carries this trace.
  */
-export function tracedTransaction(store: Store): <T>(fn: (tx: StoreTx) => Promise<T>) => Promise<T> {
+export function tracedTransaction(
+  store: Store,
+): <T>(fn: (tx: StoreTx) => Promise<T>, options?: TransactionOptions) => Promise<T> {
   const attributes = { 'db.system.name': DB_SYSTEM[store.kind] ?? store.kind };
-  return (fn) =>
+  return (fn, options) =>
     inSpan('gatehouse.store.transaction', { attributes }, () => {
       const active = context.active();
-      return store.transaction((tx) => context.with(active, fn, undefined, tx));
+      return store.transaction((tx) => context.with(active, fn, undefined, tx), options);
     });
 }

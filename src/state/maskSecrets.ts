@@ -20,18 +20,35 @@ export function maskSecrets(
   return walk(value, name, knownSecrets, 0);
 }
 
+/**
+ * Copy on write: a subtree with nothing to mask comes back as the same object, so the common case
+ * (no secret anywhere) allocates nothing. Callers treat the result as read-only either way.
+ */
 function walk(value: unknown, name: string, known: ReadonlySet<string>, depth: number): unknown {
   if (typeof value === 'string') return maskString(value, name, known);
   if (value === null || typeof value !== 'object') return value;
   // Fail closed: what is too deep to inspect is not copied out unmasked. (Inputs are limited to
   // LIMITS.objectDepth, so only a caller passing its own deeper object ever gets here.)
   if (depth > MAX_DEPTH) return MASKED_SECRET;
-  if (Array.isArray(value)) return value.map((v) => walk(v, name, known, depth + 1));
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i += 1) {
+      const masked = walk(value[i], name, known, depth + 1);
+      if (masked !== value[i]) copy ??= value.slice();
+      if (copy) copy[i] = masked;
+    }
+    return copy ?? value;
+  }
+  const entries = Object.entries(value);
+  let changed = false;
+  const masked = entries.map(([k, v]) => {
+    const m = walk(v, `${name}.${k}`, known, depth + 1);
+    if (m !== v) changed = true;
+    return [k, m] as const;
+  });
   // fromEntries defines own properties: a `__proto__` key from JSON.parse stays a key instead of
   // becoming the copy's prototype (and vanishing from history).
-  return Object.fromEntries(
-    Object.entries(value).map(([k, v]) => [k, walk(v, `${name}.${k}`, known, depth + 1)]),
-  );
+  return changed ? Object.fromEntries(masked) : value;
 }
 
 /**

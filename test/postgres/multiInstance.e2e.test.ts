@@ -4,10 +4,21 @@
  * gaps or duplicates, an intact chain, and every matching event delivered once to a loopback
  * receiver.
  */
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServeProcess, startReceiver, startServe, stopServe, waitFor } from '../reliability/fixtures.js';
+import {
+  cli,
+  type ServeProcess,
+  startReceiver,
+  startServe,
+  stopServe,
+  waitFor,
+} from '../reliability/fixtures.js';
+
+const run = promisify(execFile);
 
 const url = process.env['GATEHOUSE_TEST_DATABASE_URL'];
 
@@ -105,5 +116,23 @@ describe.skipIf(!url)('two instances on one PostgreSQL', () => {
     const ids = receiver.received.map((r) => String(r.headers['webhook-id']));
     expect(new Set(ids)).toEqual(expected);
     expect(ids).toHaveLength(expected.size);
+  });
+
+  it('a key revoked by `gatehouse keys revoke` is refused by both instances, which had it cached', async () => {
+    const db = ['--database-url', url!, '--database-schema', schema];
+    const created = await run(process.execPath, [cli, 'keys', 'create', ...db, '--scopes', 'state:read']);
+    const secret = created.stdout.split('\n')[0]!;
+    const id = /id (key_\S+),/.exec(created.stdout)![1]!;
+    const status = async (instance: ServeProcess) =>
+      (
+        await fetch(`${instance.url}/v1/state/items?session_id=s`, {
+          headers: { authorization: `Bearer ${secret}` },
+        })
+      ).status;
+    for (let i = 0; i < 3; i++) expect([await status(a), await status(b)]).toEqual([200, 200]);
+    await run(process.execPath, [cli, 'keys', 'revoke', id, ...db]);
+    // Each instance hears the revocation's NOTIFY (the documented bound: its delivery), then refuses.
+    await waitFor(async () => (await status(a)) === 401 && (await status(b)) === 401, 5000, 'both refuse');
+    for (let i = 0; i < 3; i++) expect([await status(a), await status(b)]).toEqual([401, 401]);
   });
 });

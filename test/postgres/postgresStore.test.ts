@@ -8,7 +8,16 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openPostgresStore, POSTGRES_MIGRATIONS, type PostgresStore } from '../../adapters/postgres/index.js';
 import { openSqliteStore } from '../../adapters/sqlite/index.js';
-import { createGatehouse, type DumpRecord, type Store } from '../../src/index.js';
+import {
+  authenticateApiKey,
+  createApiKey,
+  createGatehouse,
+  createIdGenerator,
+  type DumpRecord,
+  GatehouseError,
+  type Store,
+  systemRandomBytes,
+} from '../../src/index.js';
 import { runStoreContract } from '../store/contract.js';
 
 const url = process.env['GATEHOUSE_TEST_DATABASE_URL'];
@@ -56,6 +65,22 @@ describe.skipIf(!url)('PostgreSQL', () => {
       value,
       type: 'fact',
       source: 'user_input',
+    });
+
+    /** A state item version 1 of `key`, as a store writes it. */
+    const row = (key: string) => ({
+      session_id: 's1',
+      key,
+      value: 'v',
+      type: 'fact',
+      source: 'user_input',
+      trust: 3,
+      sensitivity: 'public' as const,
+      category: 'k',
+      version: 1,
+      status: 'current' as const,
+      metadata: {},
+      updated_at: new Date().toISOString(),
     });
 
     /** Two instances of the service on one schema: two pools, two Gatehouses. */
@@ -114,6 +139,154 @@ describe.skipIf(!url)('PostgreSQL', () => {
       } finally {
         await close();
       }
+    });
+
+    it('commits the transactions of one event-loop turn in one COMMIT, visible to other instances once settled', async () => {
+      const { stores, close } = await twoInstances();
+      try {
+        const pool = stores[0].pool as unknown as { connect: () => Promise<pg.PoolClient> };
+        const connect = pool.connect.bind(pool);
+        const counted = new WeakSet<object>();
+        let commits = 0;
+        pool.connect = async () => {
+          const client = await connect();
+          if (!counted.has(client)) {
+            counted.add(client);
+            const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+            (client as unknown as { query: unknown }).query = (...args: unknown[]) => {
+              if (args[0] === 'COMMIT') commits += 1;
+              return query(...args);
+            };
+          }
+          return client;
+        };
+        const items = await Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            stores[0].transaction(
+              async (tx) => {
+                expect(await tx.lockItem('t', 's1', `k.v${i}`)).toBeNull();
+                await tx.insertItemVersion('t', row(`k.v${i}`));
+                return `k.v${i}`;
+              },
+              { tenantId: 't' },
+            ),
+          ),
+        );
+        expect(commits).toBe(1);
+        // Settled means committed: the other instance sees every write.
+        for (const key of items) expect((await stores[1].getItem('t', 's1', key))?.value).toBe('v');
+      } finally {
+        await close();
+      }
+    });
+
+    it('refuses a transaction that declared one tenant and appends to another', async () => {
+      const store = await open();
+      try {
+        await expect(store.transaction((tx) => tx.lockChainHead('b'), { tenantId: 'a' })).rejects.toThrow(
+          /declared tenant 'a' but appends to tenant 'b'/,
+        );
+        // Undeclared, it may (it runs alone).
+        expect(await store.transaction((tx) => tx.lockChainHead('b'))).toBeNull();
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('two instances, two tenants, the same keys: no deadlock, versions gap-free, both chains verify', async () => {
+      const { ghs, close } = await twoInstances();
+      try {
+        const n = 48;
+        await Promise.all(
+          Array.from({ length: n }, (_, i) => {
+            const ctx = { tenantId: i % 4 < 2 ? 'a' : 'b' };
+            return i % 3 === 0
+              ? ghs[i % 2]!.evaluate({ session_id: 's1', action: 'files.read', params: { i } }, ctx)
+              : ghs[i % 2]!.recordState({ ...item(String(i)), key: `k.v${i % 3}` }, ctx);
+          }),
+        );
+        for (const tenantId of ['a', 'b']) {
+          for (const key of ['k.v1', 'k.v2']) {
+            const versions = (await ghs[0].listItemVersions('s1', key, { tenantId })).map((v) => v.version);
+            expect(versions).toEqual(Array.from({ length: versions.length }, (_, i) => i + 1));
+          }
+          expect((await ghs[1].verifyHistory({ tenantId })).ok).toBe(true);
+        }
+      } finally {
+        await close();
+      }
+    });
+
+    describe('API-key cache', () => {
+      const deps = () => ({ ids: createIdGenerator(), randomBytes: systemRandomBytes, now: new Date() });
+      /** Counts the key lookups that reach PostgreSQL through this store's pool. */
+      function countLookups(store: PostgresStore): () => number {
+        let lookups = 0;
+        const pool = store.pool as unknown as { query: (...args: unknown[]) => unknown };
+        const query = pool.query.bind(pool);
+        pool.query = (...args: unknown[]) => {
+          if (String(args[0]).includes('FROM api_keys WHERE hash')) lookups += 1;
+          return query(...args);
+        };
+        return () => lookups;
+      }
+      const refused = (p: Promise<unknown>) =>
+        expect(p).rejects.toSatisfy((e) => e instanceof GatehouseError && e.code === 'unauthorized');
+
+      it('answers from the cache while listening; refuses a revoked key at once here and on NOTIFY elsewhere', async () => {
+        const { stores, close } = await twoInstances();
+        try {
+          const [a, b] = stores;
+          const { secret, key } = await createApiKey(a, deps(), { scopes: ['gate:evaluate'] });
+          const lookups = countLookups(b);
+          for (let i = 0; i < 5; i++) await authenticateApiKey(b, secret);
+          expect(lookups()).toBe(1);
+          await authenticateApiKey(a, secret);
+          expect(await a.revokeApiKey(key.id, new Date().toISOString())).toBe(true);
+          await refused(authenticateApiKey(a, secret));
+          // The other instance hears the same NOTIFY; until its socket is read it may still answer
+          // from its cache (the documented bound), never longer.
+          for (let i = 0; ; i++) {
+            const ok = await authenticateApiKey(b, secret).then(
+              () => true,
+              () => false,
+            );
+            if (!ok) break;
+            expect(i).toBeLessThan(100);
+            await new Promise((r) => setTimeout(r, 10));
+          }
+          await refused(authenticateApiKey(b, secret));
+        } finally {
+          await close();
+        }
+      });
+
+      it('stops caching when its LISTEN connection drops, so a revocation it cannot hear is still refused', async () => {
+        const { stores, close } = await twoInstances();
+        try {
+          const [a, b] = stores;
+          const { secret, key } = await createApiKey(a, deps());
+          const lookups = countLookups(b);
+          await authenticateApiKey(b, secret);
+          await authenticateApiKey(b, secret);
+          expect(lookups()).toBe(1);
+          const dropped = await a.pool.query(
+            'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1',
+            [`gatehouse-keys:${b.schema}`],
+          );
+          expect(dropped.rowCount).toBeGreaterThan(0);
+          // Until b notices the drop it may answer from its cache; after that, from the database.
+          for (let i = 0; lookups() < 2; i++) {
+            expect(i).toBeLessThan(100);
+            await new Promise((r) => setTimeout(r, 20));
+            await authenticateApiKey(b, secret);
+          }
+          expect(await a.revokeApiKey(key.id, new Date().toISOString())).toBe(true);
+          await refused(authenticateApiKey(b, secret));
+        } finally {
+          await close();
+        }
+      });
     });
 
     it('two instances opening a fresh schema at once both succeed and migrate once', async () => {

@@ -24,6 +24,41 @@ runStoreContract({
 runStoreContract({ name: 'SQLite :memory:', open: async () => openSqliteStore(), exec });
 
 describe('SQLite store specifics', () => {
+  it('commits the transactions of one event-loop turn in one COMMIT, visible to another connection once settled', async () => {
+    const filename = join(dir, 'group.db');
+    const store = openSqliteStore({ filename });
+    const gh = createGatehouse({ store });
+    const commit = store.database.commit.bind(store.database);
+    let commits = 0;
+    (store.database as { commit: () => void }).commit = () => {
+      commits += 1;
+      commit();
+    };
+    const decisions = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        gh.evaluate({ session_id: 's', action: 'files.read', params: { i } }),
+      ),
+    );
+    expect(commits).toBe(1);
+    // A caller alone at a time stops the wait for the turn's end; concurrency brings it back.
+    for (let i = 0; i < 40; i++) await gh.evaluate({ session_id: 's', action: 'files.read' });
+    commits = 0;
+    decisions.push(
+      ...(await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          gh.evaluate({ session_id: 's', action: 'files.read', params: { i } }),
+        ),
+      )),
+    );
+    expect(commits).toBeLessThanOrEqual(3);
+    const other = openSqliteDatabase(filename, { readOnly: true });
+    const row = other.prepare(`SELECT count(*) AS n FROM events WHERE type = 'gate_evaluation'`).get();
+    expect({ ...row }).toEqual({ n: decisions.length + 40 });
+    other.close();
+    expect((await gh.verifyHistory()).ok).toBe(true);
+    await store.close();
+  });
+
   it('persists across reopen and migrates once', async () => {
     const filename = join(dir, 'reopen.db');
     const a = openSqliteStore({ filename });

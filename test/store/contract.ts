@@ -11,7 +11,9 @@ import {
   GatehouseError,
   hashEvent,
   type Store,
+  type StoredEvent,
   type StoredWebhook,
+  type StoreTx,
 } from '../../src/index.js';
 import { APPROVAL_POLICY, BUDGET_POLICY } from '../support/policies.js';
 import { policyRevisionContract } from './policyRevisionContract.js';
@@ -298,6 +300,38 @@ export function runStoreContract(factory: StoreFactory): void {
     });
 
     describe('history', () => {
+      it('filters a session by each event type exactly, evaluations included, in both orders', async () => {
+        for (let i = 0; i < 6; i++) {
+          const session_id = i % 3 === 2 ? 's2' : 's1';
+          await gh.recordState(item({ session_id, key: `k.n${i}` }));
+          await gh.evaluate({ session_id, action: 'files.read', params: { i } });
+        }
+        const all = (await gh.readHistory({ order: 'asc', limit: 500 })).events;
+        for (const type of ['gate_evaluation', 'state_change'] as const) {
+          for (const order of ['asc', 'desc'] as const) {
+            const expected = all
+              .filter((e) => e.session_id === 's1' && e.type === type)
+              .map((e) => e.seq)
+              .sort((a, b) => (order === 'asc' ? a - b : b - a));
+            const seen: number[] = [];
+            let cursor: string | undefined;
+            do {
+              const page = await gh.readHistory({
+                session_id: 's1',
+                type,
+                order,
+                limit: 3,
+                ...(cursor ? { cursor } : {}),
+              });
+              seen.push(...page.events.map((e) => e.seq));
+              cursor = page.next_cursor ?? undefined;
+            } while (cursor);
+            expect(seen).toEqual(expected);
+            expect(seen).toHaveLength(4);
+          }
+        }
+      });
+
       it('pages with an opaque cursor in both orders, filtered by session and type', async () => {
         for (let i = 0; i < 7; i++) {
           await gh.recordState(item({ key: `k.n${i}`, session_id: i % 2 ? 's2' : 's1' }));
@@ -639,6 +673,129 @@ export function runStoreContract(factory: StoreFactory): void {
       () => ({ store, gh }),
       () => factory.open(),
     );
+    describe('group commit', () => {
+      let n = 0;
+      /** Appends one event to `tenantId`'s chain in `tx`, as the core's append does. */
+      async function appendOne(tx: StoreTx, tenantId: string, sessionId: string): Promise<StoredEvent> {
+        const head = await tx.lockChainHead(tenantId);
+        n += 1;
+        const base = {
+          event_id: `evt_group${n}`,
+          seq: (head?.seq ?? 0) + 1,
+          type: 'action_outcome' as const,
+          session_id: sessionId,
+          occurred_at: clock().toISOString(),
+          data: { n },
+          prev_hash: head?.hash ?? '0'.repeat(64),
+        };
+        const event: StoredEvent = {
+          ...base,
+          hash: hashEvent({ tenant_id: tenantId, ...base }),
+          decision_id: null,
+        };
+        await tx.appendEvent(tenantId, event);
+        return event;
+      }
+      const sessionsOf = async (tenantId: string) =>
+        (await gh.readHistory({ order: 'asc' }, { tenantId })).events.map((e) => [e.seq, e.session_id]);
+
+      it('commits concurrent callers of two tenants, interleaved, each on its own chain in order', async () => {
+        const tenants = ['a', 'b'];
+        const calls = Array.from({ length: 24 }, (_, i) =>
+          i % 3 === 2
+            ? gh.evaluate(
+                { session_id: `s${i % 4}`, action: 'payments.transfer', params: { amount: i } },
+                { tenantId: tenants[i % 2]! },
+              )
+            : gh.recordState(item({ session_id: `s${i % 4}`, value: String(i) }), {
+                tenantId: tenants[i % 2]!,
+              }),
+        );
+        await Promise.all(calls);
+        for (const tenantId of tenants) {
+          const events = (await gh.readHistory({ order: 'asc', limit: 500 }, { tenantId })).events;
+          expect(events.map((e) => e.seq)).toEqual(Array.from({ length: events.length }, (_, i) => i + 1));
+          expect(events.filter((e) => e.type === 'gate_evaluation')).toHaveLength(4);
+          expect(await gh.verifyHistory({ tenantId })).toMatchObject({ ok: true, checked: events.length });
+        }
+      });
+
+      it('undoes only the failing caller: the next one chains on the head before it', async () => {
+        const declared = (tenantId: string, fn: (tx: StoreTx) => Promise<unknown>) =>
+          store.transaction(fn, { tenantId });
+        const results = await Promise.allSettled([
+          declared('default', (tx) => appendOne(tx, 'default', 'first')),
+          declared('t2', (tx) => appendOne(tx, 't2', 'other-1')),
+          declared('default', async (tx) => {
+            await appendOne(tx, 'default', 'failed');
+            await tx.insertItemVersion('default', {
+              session_id: 's1',
+              key: 'a.b',
+              value: 'v',
+              type: 'fact',
+              source: 'user_input',
+              trust: 3,
+              sensitivity: 'public',
+              category: 'a',
+              version: 1,
+              status: 'current',
+              metadata: {},
+              updated_at: clock().toISOString(),
+            });
+            throw new Error('boom');
+          }),
+          declared('default', (tx) => appendOne(tx, 'default', 'second')),
+          declared('t2', (tx) => appendOne(tx, 't2', 'other-2')),
+        ]);
+        expect(results.map((r) => r.status)).toEqual([
+          'fulfilled',
+          'fulfilled',
+          'rejected',
+          'fulfilled',
+          'fulfilled',
+        ]);
+        expect((results[2] as PromiseRejectedResult).reason).toMatchObject({ message: 'boom' });
+        expect(await store.getItem('default', 's1', 'a.b')).toBeNull();
+        expect(await sessionsOf('default')).toEqual([
+          [1, 'first'],
+          [2, 'second'],
+        ]);
+        expect(await sessionsOf('t2')).toEqual([
+          [1, 'other-1'],
+          [2, 'other-2'],
+        ]);
+        expect((await gh.verifyHistory()).ok).toBe(true);
+        expect((await gh.verifyHistory({ tenantId: 't2' })).ok).toBe(true);
+        // The failed caller's event took no seq: the chain goes on from 'second'.
+        await gh.recordState(item());
+        expect((await sessionsOf('default')).at(-1)).toEqual([3, 's1']);
+      });
+
+      it("sees the webhook changes of earlier callers in the batch, and not a failed caller's", async () => {
+        const w = await gh.createWebhook({ url: 'https://hooks.example.com/g', events: ['*'] });
+        const status = async (tx: StoreTx) => (await tx.listWebhooks('default')).map((x) => x.status);
+        const opts = { tenantId: 'default' };
+        const results = await Promise.allSettled([
+          store.transaction(status, opts),
+          store.transaction((tx) => tx.updateWebhook('default', w.id, { status: 'disabled' }), opts),
+          store.transaction(status, opts),
+          store.transaction(async (tx) => {
+            await tx.updateWebhook('default', w.id, { status: 'active' });
+            expect(await status(tx)).toEqual(['active']);
+            throw new Error('boom');
+          }, opts),
+          store.transaction(status, opts),
+        ]);
+        expect(results.map((r) => (r.status === 'fulfilled' ? r.value : 'rejected'))).toEqual([
+          ['active'],
+          undefined,
+          ['disabled'],
+          'rejected',
+          ['disabled'],
+        ]);
+        expect((await gh.getWebhook(w.id)).status).toBe('disabled');
+      });
+    });
 
     describe('api keys', () => {
       it('stores keys by hash, lists by tenant, revokes', async () => {
