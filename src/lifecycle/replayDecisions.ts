@@ -13,6 +13,7 @@ import type { Decision } from '../schemas.js';
 import { maskSecrets } from '../state/maskSecrets.js';
 import type { StoredEvent, StoreReader } from '../store.js';
 import type { ReplayReport } from './lifecycleSchemas.js';
+import { withRecordedApproval } from './replayApprovals.js';
 import { type DecisionOutcome, firedRules, type ReplayComparison, ReplayTally } from './replayReport.js';
 import { SessionTimeline } from './sessionTimeline.js';
 
@@ -145,17 +146,21 @@ export async function replayDecisions(
     for (const item of Object.values(view.state)) {
       if (timeline.secrets.has(item.value)) secrets.add(item.value);
     }
-    const replayed = maskSecrets(
-      { verdict: result.verdict, reason: result.reason, reasons: result.reasons, shadow: result.shadow },
-      'decision',
-      secrets,
-    ) as DecisionOutcome;
     const before: DecisionOutcome = {
       verdict: recorded.verdict as Verdict,
       reason: recorded.reason,
       reasons: (recorded.reasons ?? []) as GateReason[],
       shadow: (recorded.shadow ?? []) as GateReason[],
     };
+    const replayed = withRecordedApproval(
+      { ...before, approval: recorded.approval },
+      maskSecrets(
+        { verdict: result.verdict, reason: result.reason, reasons: result.reasons, shadow: result.shadow },
+        'decision',
+        secrets,
+      ) as DecisionOutcome,
+      result,
+    );
     const comparison = tally.add({
       before,
       after: replayed,
