@@ -283,17 +283,20 @@ export const HistoryEventSchema = z.object({
 });
 export type HistoryEvent = z.infer<typeof HistoryEventSchema>;
 
+/** A page size of the paged lists (history, approvals): 1 to 500, 50 by default. */
+const PageLimitSchema = z.coerce
+  .number()
+  .int('limit must be an integer')
+  .min(1, 'limit must be at least 1')
+  .max(LIMITS.historyLimit, `limit must be at most ${LIMITS.historyLimit}`)
+  .default(LIMITS.historyDefaultLimit);
+
 /** `GET /v1/history/events` query. */
 export const HistoryQuerySchema = z.strictObject({
   session_id: SessionIdSchema.optional(),
   type: EventTypeSchema.optional(),
   decision_id: IdSchema.max(64).optional(),
-  limit: z.coerce
-    .number()
-    .int('limit must be an integer')
-    .min(1, 'limit must be at least 1')
-    .max(LIMITS.historyLimit, `limit must be at most ${LIMITS.historyLimit}`)
-    .default(LIMITS.historyDefaultLimit),
+  limit: PageLimitSchema,
   cursor: z.string().max(200).optional(),
   order: z.enum(['asc', 'desc']).default('desc'),
 });
@@ -475,12 +478,7 @@ export type Approval = z.infer<typeof ApprovalSchema>;
 export const ApprovalQuerySchema = z.strictObject({
   status: ApprovalStatusSchema.optional(),
   session_id: SessionIdSchema.optional(),
-  limit: z.coerce
-    .number()
-    .int('limit must be an integer')
-    .min(1, 'limit must be at least 1')
-    .max(LIMITS.historyLimit, `limit must be at most ${LIMITS.historyLimit}`)
-    .default(LIMITS.historyDefaultLimit),
+  limit: PageLimitSchema,
   cursor: z.string().max(200).optional(),
 });
 export type ApprovalQuery = z.input<typeof ApprovalQuerySchema>;
