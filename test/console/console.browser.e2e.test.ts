@@ -474,7 +474,8 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
       body: JSON.stringify({ policy: POLICY.replace('open_conflicts: Warn', 'open_conflicts: Block') }),
     });
     expect(other.status).toBe(200);
-    const otherRevision: string = (await other.json()).revision;
+    const otherRevision = ((await other.json()) as { revision: string }).revision;
+    expect(other.headers.get('etag')).toBe(`"${otherRevision}"`);
     await page.getByLabel('Candidate policy (YAML)').fill(STRICT);
     await page.getByRole('button', { name: 'Activate candidate' }).click();
     await expect.poll(() => refused.textContent()).toContain(`is ${otherRevision}, not ${before.revision}`);
