@@ -92,11 +92,33 @@ export function lineDiff(a: string, b: string): Array<{ op: ' ' | '-' | '+'; lin
   return out;
 }
 
+/** Unchanged lines shown around each change; longer unchanged runs fold into one line. */
+const CONTEXT = 3;
+
 function diffView(a: string, b: string): HTMLElement {
   const pre = h('pre', { class: 'diff', 'aria-label': 'Differences, - removed, + added' });
-  for (const { op, line } of lineDiff(a, b)) {
+  const lines = lineDiff(a, b);
+  const near = lines.map(() => false);
+  lines.forEach(({ op }, i) => {
+    if (op === ' ') return;
+    for (let k = Math.max(0, i - CONTEXT); k <= Math.min(lines.length - 1, i + CONTEXT); k++) near[k] = true;
+  });
+  let folded = 0;
+  const fold = () => {
+    if (folded)
+      pre.append(h('span', { class: 'fold' }, `  … ${folded} unchanged line${folded === 1 ? '' : 's'}\n`));
+    folded = 0;
+  };
+  lines.forEach(({ op, line }, i) => {
+    if (!near[i]) {
+      folded++;
+      return;
+    }
+    fold();
     pre.append(h('span', { class: op === '+' ? 'add' : op === '-' ? 'del' : '' }, `${op} ${line}\n`));
-  }
+  });
+  fold();
+  if (!lines.some((l) => l.op !== ' ')) replace(pre, h('span', { class: 'fold' }, 'No difference.'));
   return pre;
 }
 

@@ -103,6 +103,8 @@ fieldset > label:last-child { flex-basis: 100%; }
 legend { font-weight: 600; padding: 0 .3rem; }
 label.inline { flex-direction: row; align-items: center; gap: .35rem; color: var(--text); }
 td .toolbar { margin: 0; gap: .4rem; }
+td .toolbar button { white-space: nowrap; }
+.diff .fold { color: var(--muted); font-style: italic; display: block; }
 tr.changed td { background: var(--warn-bg); }
 .replay-report { display: flex; flex-direction: column; gap: .75rem; }
 h3 { font-size: 1rem; margin: .75rem 0 .25rem; }

@@ -496,17 +496,28 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     // The first revision, diffed with the active one: the rule is the addition.
     await page.getByRole('button', { name: `Diff ${before.revision.slice(0, 12)} with active` }).click();
     await expect.poll(() => page.locator('.diff .add').allTextContents()).toContain('+   - name: no_email\n');
+    // Long unchanged runs fold into one line each.
+    expect(await page.locator('.diff .fold').first().textContent()).toMatch(/… \d+ unchanged lines/);
+    expect(await page.locator('.diff').textContent()).not.toContain('min_trust: user_input');
     await shot(page, 'policy-diff');
     await context.close();
 
-    // A read-only key reads the policy and its revisions, and has no replay or activate button.
-    const readOnly = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    // A read-only key reads the policy and its revisions, and has no replay or activate button
+    // (at phone width, without sideways scrolling).
+    const readOnly = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true });
     const viewerPage = await open(readOnly, '#/policy');
     await signIn(viewerPage, viewer);
     await expect.poll(() => viewerPage.locator('#active-revision').textContent()).toBe(now.revision);
     await viewerPage.getByText('needs a key with the policy:write scope').waitFor();
     expect(await viewerPage.getByRole('button', { name: /Run replay|Activate|Replay/ }).count()).toBe(0);
     expect(await viewerPage.getByRole('button', { name: /Diff .* with active/ }).count()).toBeGreaterThan(0);
+    await viewerPage
+      .getByRole('button', { name: `Diff ${before.revision.slice(0, 12)} with active` })
+      .click();
+    await viewerPage.locator('.diff .add').first().waitFor();
+    expect(
+      await viewerPage.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth'),
+    ).toBeLessThanOrEqual(0);
     await shot(viewerPage, 'policy-read-only');
     await readOnly.close();
   });
