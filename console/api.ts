@@ -6,12 +6,19 @@
 
 const KEY = 'gatehouse.apiKey';
 
-/** A failed call: the problem's status, code and detail. */
+/** One entry of a problem's `errors`: where (a field, or `line:col` of a policy) and what. */
+export interface ProblemEntry {
+  path: string;
+  message: string;
+}
+
+/** A failed call: the problem's status, code, detail and, for 422, each problem found. */
 export class ApiError extends Error {
   constructor(
     readonly status: number,
     readonly code: string,
     detail: string,
+    readonly errors: ProblemEntry[] = [],
   ) {
     super(detail);
   }
@@ -49,24 +56,33 @@ function url(path: string, query: Query = {}): string {
 async function problem(response: Response): Promise<ApiError> {
   let code = 'http_error';
   let detail = `${response.status} ${response.statusText}`;
+  let errors: ProblemEntry[] = [];
   try {
-    const body = (await response.json()) as { code?: string; detail?: string };
+    const body = (await response.json()) as { code?: string; detail?: string; errors?: unknown };
     code = body.code ?? code;
     detail = body.detail ?? detail;
+    if (Array.isArray(body.errors)) errors = body.errors as ProblemEntry[];
   } catch {
     // Not problem+json (a proxy's page): the status line says enough.
   }
-  return new ApiError(response.status, code, detail);
+  return new ApiError(response.status, code, detail, errors);
 }
 
 /** Calls `/v1` with the stored key (or `key`). Resolves with the JSON answer (undefined for 204). */
 export async function call<T>(
-  method: 'GET' | 'POST' | 'DELETE',
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE',
   path: string,
-  options: { query?: Query; body?: unknown; key?: string; signal?: AbortSignal } = {},
+  options: {
+    query?: Query;
+    body?: unknown;
+    key?: string;
+    signal?: AbortSignal;
+    /** Extra request headers (`if-match`). */
+    headers?: Record<string, string>;
+  } = {},
 ): Promise<T> {
   const key = options.key ?? storedKey();
-  const headers: Record<string, string> = { accept: 'application/json' };
+  const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
   if (key) headers['authorization'] = `Bearer ${key}`;
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   const init: RequestInit = { method, headers, cache: 'no-store', credentials: 'omit' };

@@ -105,9 +105,26 @@ export function json(value: unknown): HTMLPreElement {
   return h('pre', {}, JSON.stringify(value, null, 2));
 }
 
-/** An error box that screen readers announce. */
+/**
+ * An error box that screen readers announce: the message, and each entry of a problem's
+ * `errors` (a 422 names every field or policy `line:col` that is wrong) as a list.
+ */
 export function errorBox(error: unknown): HTMLElement {
-  return h('p', { class: 'error', role: 'alert' }, (error as Error).message ?? String(error));
+  const message = (error as Error).message ?? String(error);
+  const entries = (error as { errors?: Array<{ path: string; message: string }> }).errors ?? [];
+  if (entries.length === 0) return h('p', { class: 'error', role: 'alert' }, message);
+  return h(
+    'div',
+    { class: 'error', role: 'alert' },
+    h('p', {}, message),
+    h(
+      'ul',
+      {},
+      ...entries.map((e) =>
+        h('li', {}, e.path ? h('span', { class: 'mono' }, e.path) : null, e.path ? ': ' : '', e.message),
+      ),
+    ),
+  );
 }
 
 /** A link inside the console. */

@@ -97,6 +97,23 @@ dl.facts dd { margin: 0; word-break: break-word; }
 .badge.used { color: var(--accent); background: var(--code-bg); }
 .diff .add { background: var(--allow-bg); color: var(--allow); display: block; }
 .diff .del { background: var(--block-bg); color: var(--block); display: block; }
+fieldset { border: 1px solid var(--line); border-radius: 8px; padding: .75rem; margin: 0; display: flex; flex-wrap: wrap; gap: .75rem; align-items: flex-end; background: var(--panel); }
+fieldset textarea { min-height: 14rem; }
+fieldset > label:last-child { flex-basis: 100%; }
+legend { font-weight: 600; padding: 0 .3rem; }
+label.inline { flex-direction: row; align-items: center; gap: .35rem; color: var(--text); }
+td .toolbar { margin: 0; gap: .4rem; }
+td .toolbar button { white-space: nowrap; }
+.diff .fold { color: var(--muted); font-style: italic; display: block; }
+tr.changed td { background: var(--warn-bg); }
+.replay-report { display: flex; flex-direction: column; gap: .75rem; }
+h3 { font-size: 1rem; margin: .75rem 0 .25rem; }
+details summary { cursor: pointer; margin: .75rem 0 .5rem; font-weight: 600; }
+.panel .table-wrap { margin-top: .75rem; }
+.panel > h2:first-child { margin-top: 0; }
+#revisions td { vertical-align: middle; }
+.error p { margin: 0; }
+.error ul { margin: .4rem 0 0; padding-left: 1.25rem; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 @media (max-width: 640px) {
   :root { font-size: 14px; }

@@ -3,7 +3,8 @@
  * against a real `gatehouse serve`: sign in, an evaluate made over HTTP appears live, verify the
  * chain, a decision's page, resolve a conflict, redeliver a webhook delivery, an agent's held
  * action approved in the console (then its next evaluate is Allow), a read-only key sees no action
- * button, a phone-width page, sign out. Screenshots go to test-artifacts/console/.
+ * button, a stricter policy replayed over recorded decisions and activated with If-Match (422 and
+ * 412 shown), a phone-width page, sign out. Screenshots go to test-artifacts/console/.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -30,12 +31,25 @@ if (!hasChromium)
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '../..');
 const artifacts = join(root, 'test-artifacts/console');
-const DOC_SHOTS = ['history', 'decision', 'approvals', 'phone-history'];
+/** The README's pictures: the top of the page, or (with a selector) one part of it. */
+const DOC_SHOTS: Record<string, string | null> = {
+  history: null,
+  decision: null,
+  approvals: null,
+  'phone-history': null,
+  policy: '#replay-result .replay-report',
+};
 
 /** The built-in policy, with its over-budget Block holding the payment for a `finance` approver. */
 const POLICY = DEFAULT_POLICY_YAML.replace(
   "exceeds the budget of {state['budget.limit'].value}.\"\n",
   "exceeds the budget of {state['budget.limit'].value}.\"\n        approval: { expires_in: 15m, approvers: [finance] }\n",
+);
+
+/** A stricter candidate: the same, plus a global rule that blocks every email. */
+const STRICT = POLICY.replace(
+  '\nrules: []\n',
+  '\nrules:\n  - name: no_email\n    when: "action == \'email.send\'"\n    verdict: Block\n    message: "No email ({action})."\n',
 );
 
 /** A payment over the session's budget: held for approval. */
@@ -95,16 +109,33 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     // `GATEHOUSE_CONSOLE_DOCS=1` refreshes the README's pictures (`=approvals,history` some of them):
     // the visible part down to the end of the page's content only, to stay small.
     const docs = process.env['GATEHOUSE_CONSOLE_DOCS'];
-    if (docs && DOC_SHOTS.includes(name) && (docs === '1' || docs.split(',').includes(name))) {
+    if (docs && name in DOC_SHOTS && (docs === '1' || docs.split(',').includes(name))) {
+      const path = join(root, 'docs', `console-${name}.png`);
+      const part = DOC_SHOTS[name];
+      if (part) {
+        // The part with a margin of page around it.
+        // (boundingBox is relative to the viewport, a full-page clip to the page.)
+        const box = (await page.locator(part).first().boundingBox())!;
+        const scrollY = await page.evaluate<number>('window.scrollY');
+        const m = 12;
+        await page.screenshot({
+          path,
+          fullPage: true,
+          clip: {
+            x: box.x - m,
+            y: box.y + scrollY - m,
+            width: box.width + 2 * m,
+            height: box.height + 2 * m,
+          },
+        });
+        return;
+      }
       const viewport = page.viewportSize()!;
       const bottom = await page.evaluate<number>(
         "document.querySelector('main').getBoundingClientRect().bottom",
       );
       const height = Math.min(viewport.height, Math.ceil(bottom) + 8);
-      await page.screenshot({
-        path: join(root, 'docs', `console-${name}.png`),
-        clip: { x: 0, y: 0, width: viewport.width, height },
-      });
+      await page.screenshot({ path, clip: { x: 0, y: 0, width: viewport.width, height } });
     }
   };
 
@@ -290,48 +321,6 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     await context.close();
   });
 
-  // Issue 17 builds the policy API in parallel; until it lands, the browser answers the routes
-  // that issue names with their documented shapes, so the page is driven end to end.
-  async function fakePolicyApi(context: BrowserContext, calls: string[]) {
-    const json = (body: unknown) => ({
-      status: 200,
-      contentType: 'application/json',
-      body: JSON.stringify(body),
-    });
-    const revisions = [
-      { id: 'rev_b', source: 'version: 1\ndefault_verdict: Block\n', activated_at: new Date().toISOString() },
-      {
-        id: 'rev_a',
-        source: 'version: 1\ndefault_verdict: Allow\n',
-        activated_at: new Date(0).toISOString(),
-      },
-    ];
-    await context.route(/\/v1\/policy/, async (route) => {
-      const request = route.request();
-      const path = new URL(request.url()).pathname;
-      calls.push(`${request.method()} ${path}`);
-      if (path === '/v1/policy') return route.fulfill(json(revisions[0]));
-      if (path === '/v1/policy/revisions') return route.fulfill(json({ revisions }));
-      if (path.startsWith('/v1/policy/revisions/'))
-        return route.fulfill(json(revisions.find((r) => path.endsWith(r.id))));
-      return route.fulfill(
-        json({
-          total: 3,
-          changed: 1,
-          transitions: [{ from: 'Allow', to: 'Block', count: 1 }],
-          examples: [
-            {
-              decision_id: 'dec_01changed',
-              action: 'email.send',
-              old_verdict: 'Allow',
-              new_verdict: 'Block',
-            },
-          ],
-        }),
-      );
-    });
-  }
-
   it('a held action is approved in the console with a comment, and the agent proceeds once', async () => {
     await write('checkout-9', 'budget.limit', '5000', 'user_input');
     const evaluate = () => api('POST', '/v1/gates/evaluate', TRANSFER, agent);
@@ -416,22 +405,121 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     await agentContext.close();
   });
 
-  it('the policy page shows revisions with a diff and runs a replay', async () => {
+  it('replays a stricter candidate over recorded decisions, activates it with If-Match; a read-only key sees no replay', async () => {
+    // Recorded over HTTP: two emails (Allow) around a payment without a budget (Block).
+    const evaluate = (action: string, params: Record<string, unknown>) =>
+      api('POST', '/v1/gates/evaluate', { session_id: 'policy-1', action, params });
+    const email1 = await evaluate('email.send', { to: 'a@example.com' });
+    const payment = await evaluate('payments.transfer', { amount: 50, to: 'acct-1' });
+    const email2 = await evaluate('email.send', { to: 'b@example.com' });
+    expect([email1.verdict, payment.verdict, email2.verdict]).toEqual(['Allow', 'Block', 'Allow']);
+    const before = await api('GET', '/v1/policy');
+    expect(POLICY).toContain('\nrules: []\n');
+
     const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-    const calls: string[] = [];
-    await fakePolicyApi(context, calls);
     const page = await open(context, '#/policy');
     await signIn(page, admin);
-    const nav = page.getByRole('navigation', { name: 'Console' });
-    await expect.poll(() => nav.getByText('Policy').count()).toBe(1);
-    await page.getByRole('button', { name: 'Show diff' }).click();
-    await expect.poll(() => page.locator('.diff .add').count()).toBe(1);
-    expect(await page.locator('.diff .del').textContent()).toContain('default_verdict: Allow');
+    await expect.poll(() => page.locator('#active-revision').textContent()).toBe(before.revision);
+    const main = page.locator('main');
+    expect(await main.locator('table', { hasText: 'Named rules' }).textContent()).toContain('over_budget');
+    expect(await page.locator('#revisions tbody').textContent()).toContain(before.revision.slice(0, 12));
+
+    // The candidate adds a rule that blocks email; two pages of at most two decisions each.
+    await page.getByLabel('Candidate policy (YAML)').fill(STRICT);
+    await page.getByLabel('Session', { exact: true }).fill('policy-1');
+    await page.getByLabel('At most', { exact: true }).fill('2');
     await page.getByRole('button', { name: 'Run replay' }).click();
-    await page.locator('#replay-result a[href="#/decisions/dec_01changed"]').waitFor();
-    expect(calls.some((c) => c.startsWith('POST /v1/policy'))).toBe(true);
+    const result = page.locator('#replay-result');
+    await result.locator(`a[href="#/decisions/${email1.decision_id}"]`).waitFor();
+    const first = await result.textContent();
+    expect(first).toContain('1 of 2 decisions would change verdict');
+    expect(first).toContain('no_email');
+    expect(await result.locator(`a[href="#/decisions/${payment.decision_id}"]`).count()).toBe(0);
+    await page.getByRole('button', { name: /Continue after seq \d+/ }).click();
+    await result.locator(`a[href="#/decisions/${email2.decision_id}"]`).waitFor();
+    expect(await result.locator('.replay-report').count()).toBe(2);
+    const byVerdict = result.locator('table', { hasText: 'recorded → candidate verdict' }).first();
+    expect(await byVerdict.textContent()).toMatch(/AllowBlock1/);
     await shot(page, 'policy');
+
+    // A changed decision's link opens its page.
+    await result.locator(`a[href="#/decisions/${email1.decision_id}"]`).click();
+    await page.getByRole('heading', { name: 'Rules that fired' }).waitFor();
+    expect(await main.textContent()).toContain('email.send');
+    await page.goBack();
+    await page.locator('#active-revision').waitFor();
+
+    // 422: a policy with a problem is refused with its line:col, and nothing changes.
+    await page
+      .getByLabel('Candidate policy (YAML)')
+      .fill(STRICT.replace('verdict: Block\n    message: "No', 'verdict: Maybe\n    message: "No'));
+    await page.getByRole('button', { name: 'Activate candidate' }).click();
+    const refused = page.locator('#activation [role="alert"]');
+    await refused.waitFor();
+    expect(await refused.textContent()).toContain('422 invalid_request');
+    expect(await refused.locator('li').allTextContents()).toEqual([
+      expect.stringMatching(/^rules\[0\]\.verdict: policy:\d+:\d+: .*"Maybe"/),
+    ]);
+    expect((await api('GET', '/v1/policy')).revision).toBe(before.revision);
+    await shot(page, 'policy-invalid');
+
+    // 412: someone else activated a policy since this page read it.
+    const other = await fetch(`${server.url}/v1/policy`, {
+      method: 'PUT',
+      headers: {
+        authorization: `Bearer ${admin}`,
+        'content-type': 'application/json',
+        'if-match': `"${before.revision}"`,
+      },
+      body: JSON.stringify({ policy: POLICY.replace('open_conflicts: Warn', 'open_conflicts: Block') }),
+    });
+    expect(other.status).toBe(200);
+    const otherRevision = ((await other.json()) as { revision: string }).revision;
+    expect(other.headers.get('etag')).toBe(`"${otherRevision}"`);
+    await page.getByLabel('Candidate policy (YAML)').fill(STRICT);
+    await page.getByRole('button', { name: 'Activate candidate' }).click();
+    await expect.poll(() => refused.textContent()).toContain(`is ${otherRevision}, not ${before.revision}`);
+    await shot(page, 'policy-stale');
+
+    expect(await refused.textContent()).toContain('412 precondition_failed');
+    // Read again: the activation goes through, and the agent's next email is blocked.
+    await page.getByRole('button', { name: 'Read the active policy again' }).click();
+    await expect.poll(() => page.locator('#active-revision').textContent()).toBe(otherRevision);
+    await page.getByLabel('Candidate policy (YAML)').fill(STRICT);
+    await page.getByRole('button', { name: 'Activate candidate' }).click();
+    await page.getByText('Activated revision').waitFor();
+    const now = await api('GET', '/v1/policy');
+    expect(now.rules.map((r: { name: string }) => r.name)).toContain('no_email');
+    expect(await page.locator('#active-revision').textContent()).toBe(now.revision);
+    expect((await evaluate('email.send', { to: 'c@example.com' })).verdict).toBe('Block');
+
+    // The first revision, diffed with the active one: the rule is the addition.
+    await page.getByRole('button', { name: `Diff ${before.revision.slice(0, 12)} with active` }).click();
+    await expect.poll(() => page.locator('.diff .add').allTextContents()).toContain('+   - name: no_email\n');
+    // Long unchanged runs fold into one line each.
+    expect(await page.locator('.diff .fold').first().textContent()).toMatch(/… \d+ unchanged lines/);
+    expect(await page.locator('.diff').textContent()).not.toContain('min_trust: user_input');
+    await shot(page, 'policy-diff');
     await context.close();
+
+    // A read-only key reads the policy and its revisions, and has no replay or activate button
+    // (at phone width, without sideways scrolling).
+    const readOnly = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true });
+    const viewerPage = await open(readOnly, '#/policy');
+    await signIn(viewerPage, viewer);
+    await expect.poll(() => viewerPage.locator('#active-revision').textContent()).toBe(now.revision);
+    await viewerPage.getByText('needs a key with the policy:write scope').waitFor();
+    expect(await viewerPage.getByRole('button', { name: /Run replay|Activate|Replay/ }).count()).toBe(0);
+    expect(await viewerPage.getByRole('button', { name: /Diff .* with active/ }).count()).toBeGreaterThan(0);
+    await viewerPage
+      .getByRole('button', { name: `Diff ${before.revision.slice(0, 12)} with active` })
+      .click();
+    await viewerPage.locator('.diff .add').first().waitFor();
+    expect(
+      await viewerPage.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth'),
+    ).toBeLessThanOrEqual(0);
+    await shot(viewerPage, 'policy-read-only');
+    await readOnly.close();
   });
 
   it('renders at phone width without sideways scrolling, and sign-out forgets the key', async () => {
