@@ -6,7 +6,7 @@
 import { get, seg } from './api.js';
 import { badge, errorBox, facts, h, json, link, replace, row, shortId, table, time } from './dom.js';
 import type { HistoryEvent } from './historyPage.js';
-import type { Page, PageContext } from './pageTypes.js';
+import type { Page, PageContext, StateItem } from './pageTypes.js';
 
 interface Reason {
   rule: string;
@@ -38,18 +38,6 @@ interface DecisionRecord {
     rules: string[];
     decided_by: string | null;
   };
-}
-
-interface StateItem {
-  key: string;
-  value: string;
-  type: string;
-  source: string;
-  trust: number;
-  version: number;
-  status: string;
-  sensitivity: string;
-  updated_at: string;
 }
 
 interface Webhook {

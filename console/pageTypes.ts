@@ -43,3 +43,16 @@ export interface Page {
   probe?: string;
   render(root: HTMLElement, ctx: PageContext): Promise<void>;
 }
+
+/** A state item as `/v1/state/items` answers it. */
+export interface StateItem {
+  key: string;
+  value: string;
+  type: string;
+  source: string;
+  trust: number;
+  version: number;
+  status: string;
+  sensitivity: string;
+  updated_at: string;
+}

@@ -5,19 +5,7 @@
 import { get, post, seg } from './api.js';
 import { badge, errorBox, h, link, replace, row, table, time } from './dom.js';
 import type { HistoryEvent } from './historyPage.js';
-import type { Page, PageContext } from './pageTypes.js';
-
-interface StateItem {
-  key: string;
-  value: string;
-  type: string;
-  source: string;
-  trust: number;
-  version: number;
-  status: string;
-  sensitivity: string;
-  updated_at: string;
-}
+import type { Page, PageContext, StateItem } from './pageTypes.js';
 
 interface Conflict {
   conflict_id: string;
