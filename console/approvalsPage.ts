@@ -74,6 +74,13 @@ function cannotDecide(approval: Approval, ctx: PageContext): string | null {
   if (!approval.allow_self_approval && approval.requested_by === ctx.me.key_id) {
     return 'This key asked for the approval; another approver must decide.';
   }
+  // The server's rule (src/approvals/approverCheck.ts): a label or a scope of every list. Labels
+  // never contain `:`, so an approver with one (or `admin`) names a scope.
+  const isScope = (approver: string) => approver === 'admin' || approver.includes(':');
+  const holds = (approver: string) =>
+    isScope(approver) ? ctx.can(approver) : (ctx.me.labels?.includes(approver) ?? false);
+  const missing = approval.approvers.find((list) => !list.some(holds));
+  if (missing) return `Deciding needs a key with one of: ${missing.join(', ')}.`;
   return null;
 }
 

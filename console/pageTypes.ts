@@ -7,6 +7,8 @@ export interface Me {
   tenant_id: string;
   scopes: string[];
   sources: string[];
+  /** Matched against an approval's `approvers` (absent from servers before approvals). */
+  labels?: string[];
 }
 
 /** What a page gets when it renders. */

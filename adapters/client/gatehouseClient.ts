@@ -136,13 +136,14 @@ export interface GatehouseClient {
   listDeliveries(webhookId: string, query?: DeliveryQuery): Promise<Delivery[]>;
   /** `POST /v1/webhooks/{id}/deliveries/{delivery_id}/redeliver`. @throws {GatehouseError} `not_found` */
   redeliver(webhookId: string, deliveryId: string, options?: WriteOptions): Promise<Delivery>;
-  /** `GET /v1/me`: the calling key's ID, label, tenant, scopes and sources. */
+  /** `GET /v1/me`: the calling key's ID, name, tenant, scopes, labels and sources. */
   getMe(): Promise<{
     key_id: string;
     name: string | null;
     tenant_id: string;
     scopes: Scope[];
     sources: string[];
+    labels: string[];
   }>;
   /** `GET /v1/approvals`: newest first (scope `approvals:decide`). */
   listApprovals(query?: ApprovalQuery): Promise<ApprovalPage>;

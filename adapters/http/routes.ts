@@ -97,6 +97,8 @@ const MeSchema = z.object({
   tenant_id: z.string(),
   scopes: z.array(ScopeSchema),
   sources: z.array(z.string()),
+  /** Matched against a policy's `approval.approvers`. */
+  labels: z.array(z.string()),
 });
 
 /** The `/v1` operations, by operationId. */
@@ -408,7 +410,7 @@ export const API_ROUTES = {
     path: '/v1/me',
     tag: 'Keys',
     summary: 'Describe the calling API key',
-    description: 'Its ID, label, tenant, scopes and the sources it may write; any valid key may ask.',
+    description: 'Its ID, name, tenant, scopes, labels and the sources it may write; any valid key may ask.',
     scope: null,
     response: { schema: MeSchema, name: 'Me', statuses: { 200: 'The calling key (never its secret).' } },
     errors: [],
@@ -418,6 +420,7 @@ export const API_ROUTES = {
       tenant_id: principal.tenantId,
       scopes: [...principal.scopes],
       sources: [...principal.sources],
+      labels: [...(principal.labels ?? [])],
     }),
   }),
   // ---- approvals --------------------------------------------------------------------------------

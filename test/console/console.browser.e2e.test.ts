@@ -329,6 +329,14 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     expect(held.reasons.map((r: { rule: string }) => r.rule)).toContain('approval_required');
     const id: string = held.approval.id;
 
+    // `admin` holds approvals:decide but not the `finance` label this rule asks for: no buttons.
+    const adminContext = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const adminPage = await open(adminContext, `#/approvals/${id}`);
+    await signIn(adminPage, admin);
+    await adminPage.getByText('Deciding needs a key with one of: finance.').waitFor();
+    expect(await adminPage.getByRole('button', { name: /^Approve / }).count()).toBe(0);
+    await adminContext.close();
+
     const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
     const page = await open(context, '#/approvals');
     await signIn(page, alice);
