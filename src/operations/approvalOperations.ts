@@ -54,7 +54,7 @@ export function approvalOperations(
     if (!approval) throw notFound(`Approval '${approvalId}'`);
     const at = now();
     if (!isDue(approval, at)) return approval;
-    return store.transaction(async (tx) => {
+    return shared.transaction(async (tx) => {
       await tx.lockChainHead(tenantId);
       const current = await tx.getApproval(tenantId, approvalId);
       if (!current || !isDue(current, at)) return current ?? approval;
@@ -78,7 +78,7 @@ export function approvalOperations(
     );
     assertPlausibleId(approvalId, 'Approval');
     const tenantId = tenantOf(ctx);
-    const outcome = await store.transaction(async (tx) => {
+    const outcome = await shared.transaction(async (tx) => {
       await tx.lockChainHead(tenantId);
       const approval = await tx.getApproval(tenantId, approvalId);
       if (!approval) throw notFound(`Approval '${approvalId}'`);
@@ -169,7 +169,7 @@ export function approvalOperations(
       // Expire what is due first, so the status filter and the page agree with the clock.
       for (;;) {
         const at = now();
-        const expired = await store.transaction(async (tx) => {
+        const expired = await shared.transaction(async (tx) => {
           await tx.lockChainHead(tenantId);
           const due = await tx.listDueApprovals(tenantId, at, EXPIRY_BATCH);
           const drafts: EventDraft[] = [];

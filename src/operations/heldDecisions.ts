@@ -67,7 +67,7 @@ export async function expireApproval(
 
 /** Decides a held evaluation and records it; resolves to the decision (secrets masked). */
 export async function settleHeldDecision(shared: OperationContext, held: HeldEvaluation): Promise<Decision> {
-  const { store, append } = shared;
+  const { append } = shared;
   const { tenantId, decision: base, result, secrets } = held;
   const { hold } = result;
   const digest = approvalDigest({
@@ -82,7 +82,7 @@ export async function settleHeldDecision(shared: OperationContext, held: HeldEva
   const now = base.evaluated_at;
   const maskedParams = maskSecrets(held.params, 'params', secrets) as Record<string, unknown>;
 
-  return store.transaction(async (tx) => {
+  return shared.tenantTransaction(tenantId, async (tx) => {
     // Every event writer of the tenant takes this lock anyway; taking it first makes "find the
     // approval, then consume or create it" one step across instances.
     await tx.lockChainHead(tenantId);

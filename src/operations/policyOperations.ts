@@ -130,7 +130,7 @@ export function policyOperations(
         afterSeq: input.after_seq,
         examples: input.examples,
       });
-      const [event] = await store.transaction((tx) =>
+      const [event] = await shared.transaction((tx) =>
         append(tx, tenantId, [
           {
             type: 'policy.replayed',
