@@ -6,7 +6,7 @@
 import { get, seg } from './api.js';
 import { badge, errorBox, facts, h, json, link, replace, row, shortId, table, time } from './dom.js';
 import type { HistoryEvent } from './historyPage.js';
-import type { Page, PageContext, StateItem } from './pageTypes.js';
+import type { Delivery, Page, PageContext, StateItem, Webhook } from './pageTypes.js';
 
 interface Reason {
   rule: string;
@@ -38,22 +38,6 @@ interface DecisionRecord {
     rules: string[];
     decided_by: string | null;
   };
-}
-
-interface Webhook {
-  id: string;
-  url: string;
-}
-
-interface Delivery {
-  delivery_id: string;
-  event_id: string;
-  event_type: string;
-  status: string;
-  attempts: number;
-  last_status_code: number | null;
-  last_error: string | null;
-  updated_at: string;
 }
 
 /** The approval a decision cites: its status now, who decided, a link where this key may read it. */

@@ -58,3 +58,30 @@ export interface StateItem {
   sensitivity: string;
   updated_at: string;
 }
+
+/** A webhook as `/v1/webhooks` answers it. */
+export interface Webhook {
+  id: string;
+  url: string;
+  events: string[];
+  filter: { verdicts?: string[]; session_id?: string } | null;
+  description: string | null;
+  status: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A delivery as `/v1/webhooks/{id}/deliveries` answers it. */
+export interface Delivery {
+  delivery_id: string;
+  event_id: string;
+  event_type: string;
+  status: string;
+  attempts: number;
+  next_attempt_at: string | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+  delivered_at: string | null;
+}

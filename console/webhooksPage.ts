@@ -5,31 +5,7 @@
  */
 import { get, post, seg } from './api.js';
 import { badge, errorBox, facts, h, link, replace, row, shortId, table, time } from './dom.js';
-import type { Page, PageContext } from './pageTypes.js';
-
-interface Webhook {
-  id: string;
-  url: string;
-  events: string[];
-  filter: { verdicts?: string[]; session_id?: string } | null;
-  description: string | null;
-  status: string;
-  created_at: string;
-  updated_at: string;
-}
-
-interface Delivery {
-  delivery_id: string;
-  event_id: string;
-  event_type: string;
-  status: string;
-  attempts: number;
-  next_attempt_at: string | null;
-  last_status_code: number | null;
-  last_error: string | null;
-  created_at: string;
-  delivered_at: string | null;
-}
+import type { Delivery, Page, PageContext, Webhook } from './pageTypes.js';
 
 const PAGE_SIZE = 50;
 
