@@ -47,7 +47,6 @@ export async function openGatehouse(
   extra: Omit<GatehouseOptions, 'store' | 'policy'> = {},
 ): Promise<Gatehouse> {
   const policy = await loadPolicy(config);
-  // Until the stores keep an outbox row's traceparent, this process remembers it (see the module).
   const store = await openStore(config);
   return createGatehouse({ ...extra, store, policy });
 }

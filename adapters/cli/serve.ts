@@ -109,6 +109,8 @@ export async function startService(
   try {
     server = await startHttpServer(app, { host: config.host, port: config.port });
   } catch (error) {
+    app.close();
+    await ttlStore.disconnect().catch(() => undefined);
     await store.close();
     throw error;
   }
