@@ -12,6 +12,7 @@ import {
   type ApprovalInterrupt,
   type BlockedToolContent,
   GatehouseCallbackHandler,
+  type GateOptions,
   gatehouseMiddleware,
   inProcessBackend,
 } from '../../adapters/langchain/index.js';
@@ -50,17 +51,25 @@ beforeEach(async () => {
   gh = createGatehouse({ store: openSqliteStore(), policy: compilePolicy(POLICY) });
 });
 
+/** An agent that calls `transfer_money` once, gated with `onApproval: 'interrupt'` on a MemorySaver. */
+function interruptingAgent(
+  backend: GateOptions['backend'],
+  transfer: ReturnType<typeof transferTool>['transfer'],
+) {
+  return createAgent({
+    model: scriptedModel('transfer_money', args),
+    tools: [transfer],
+    middleware: [gatehouseMiddleware({ backend, onApproval: 'interrupt' })],
+    checkpointer: new MemorySaver(),
+  });
+}
+
 describe("onApproval: 'interrupt' (middleware, MemorySaver)", () => {
   it('pauses with the approval request; a resume before approval pauses again; after approval the tool runs once', async () => {
     const backend = inProcessBackend(gh, { keyId: 'key_agent' });
     await recordBudget(backend, 'thread-1');
     const { transfer, calls } = transferTool();
-    const agent = createAgent({
-      model: scriptedModel('transfer_money', args),
-      tools: [transfer],
-      middleware: [gatehouseMiddleware({ backend, onApproval: 'interrupt' })],
-      checkpointer: new MemorySaver(),
-    });
+    const agent = interruptingAgent(backend, transfer);
     const config = { configurable: { thread_id: 'thread-1' } };
 
     const first = await agent.invoke({ messages: [{ role: 'user', content: 'pay 9000' }] }, config);
@@ -101,12 +110,7 @@ describe("onApproval: 'interrupt' (middleware, MemorySaver)", () => {
     const backend = inProcessBackend(gh, { keyId: 'key_agent' });
     await recordBudget(backend, 'thread-2');
     const { transfer, calls } = transferTool();
-    const agent = createAgent({
-      model: scriptedModel('transfer_money', args),
-      tools: [transfer],
-      middleware: [gatehouseMiddleware({ backend, onApproval: 'interrupt' })],
-      checkpointer: new MemorySaver(),
-    });
+    const agent = interruptingAgent(backend, transfer);
     const config = { configurable: { thread_id: 'thread-2' } };
     const first = await agent.invoke({ messages: [{ role: 'user', content: 'pay' }] }, config);
     const id = (first as unknown as { __interrupt__: Array<{ value: ApprovalInterrupt }> }).__interrupt__[0]!
