@@ -108,6 +108,7 @@ export {
   SPAN_ATTRIBUTES,
   TELEMETRY_SCOPE,
   tracer,
+  tracingActive,
 } from './telemetry.js';
 export { parseInput } from './validation.js';
 export * from './webhooks/index.js';

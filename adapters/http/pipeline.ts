@@ -19,6 +19,7 @@ import {
   parseInput,
   requireScope,
   toGatehouseError,
+  tracingActive,
 } from '../../src/index.js';
 import type { Idempotency } from './idempotency.js';
 import type { Metrics } from './metrics.js';
@@ -324,7 +325,9 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
       const method = incoming.method;
       // One server span per request, a child of the caller's trace when it sent `traceparent`;
       // named `METHOD /route/:pattern` once the route is known (low cardinality, no IDs).
-      const parent = propagation.extract(context.active(), incoming, headerGetter);
+      const parent = tracingActive()
+        ? propagation.extract(context.active(), incoming, headerGetter)
+        : undefined;
       const attributes = { 'http.request.method': method };
       return inSpan(method, { kind: SpanKind.SERVER, attributes, parent }, async (span) => {
         const { reply, pattern } = await dispatch(incoming, request);

@@ -150,6 +150,21 @@ export function openSqliteDatabase(
   return openWithBetterSqlite3(Database, filename, options);
 }
 
+/** Statements run that may have written, on every connection this module opened in this process. */
+let writes = 0;
+/** What a SELECT or PRAGMA query may not do: change the database (`WITH` may end in an INSERT). */
+const READ_ONLY_SQL = /^\s*(?:SELECT|PRAGMA)\b/i;
+
+/**
+ * A number that moves whenever a connection opened here in this process may have written (a
+ * statement other than SELECT/PRAGMA ran, or `exec`). The SQLite store reads `PRAGMA
+ * data_version` once per event-loop turn, and again in the same turn only when this moved: a
+ * write by another connection of this process reaches a caller without I/O in between.
+ */
+export function sqliteWritesInProcess(): number {
+  return writes;
+}
+
 /** Runs BEGIN/COMMIT/ROLLBACK as statements prepared once (cheaper than `exec` each time). */
 function controlStatements(db: { prepare(sql: string): { run(): unknown } }): (sql: string) => void {
   const prepared = new Map<string, { run(): unknown }>();
@@ -189,14 +204,37 @@ function openWithNodeSqlite(
         }
         return arrays.all(...params) as unknown as unknown[][];
       };
+      if (READ_ONLY_SQL.test(sql)) {
+        return {
+          run: (...params) => ({ changes: Number(stmt.run(...params).changes) }),
+          get: (...params) => stmt.get(...params),
+          all: (...params) => stmt.all(...params),
+          rows: (...params) => arrayRows(params),
+        };
+      }
       return {
-        run: (...params) => ({ changes: Number(stmt.run(...params).changes) }),
-        get: (...params) => stmt.get(...params),
-        all: (...params) => stmt.all(...params),
-        rows: (...params) => arrayRows(params),
+        run: (...params) => {
+          writes += 1;
+          return { changes: Number(stmt.run(...params).changes) };
+        },
+        get: (...params) => {
+          writes += 1;
+          return stmt.get(...params);
+        },
+        all: (...params) => {
+          writes += 1;
+          return stmt.all(...params);
+        },
+        rows: (...params) => {
+          writes += 1;
+          return arrayRows(params);
+        },
       };
     },
-    exec: (sql) => db.exec(sql),
+    exec: (sql) => {
+      writes += 1;
+      db.exec(sql);
+    },
     begin(mode = 'DEFERRED') {
       runControl(`BEGIN ${mode}`);
       open = true;
@@ -228,17 +266,41 @@ function openWithBetterSqlite3(
     prepare(sql) {
       const stmt = db.prepare(sql);
       let arrays: BetterSqliteStatement | undefined;
+      const rows = (params: unknown[]): unknown[][] => {
+        arrays ??= db.prepare(sql).raw(true);
+        return arrays.all(...params) as unknown as unknown[][];
+      };
+      if (READ_ONLY_SQL.test(sql)) {
+        return {
+          run: (...params) => stmt.run(...params),
+          get: (...params) => stmt.get(...params),
+          all: (...params) => stmt.all(...params),
+          rows: (...params) => rows(params),
+        };
+      }
       return {
-        run: (...params) => stmt.run(...params),
-        get: (...params) => stmt.get(...params),
-        all: (...params) => stmt.all(...params),
+        run: (...params) => {
+          writes += 1;
+          return stmt.run(...params);
+        },
+        get: (...params) => {
+          writes += 1;
+          return stmt.get(...params);
+        },
+        all: (...params) => {
+          writes += 1;
+          return stmt.all(...params);
+        },
         rows: (...params) => {
-          arrays ??= db.prepare(sql).raw(true);
-          return arrays.all(...params) as unknown as unknown[][];
+          writes += 1;
+          return rows(params);
         },
       };
     },
-    exec: (sql) => db.exec(sql),
+    exec: (sql) => {
+      writes += 1;
+      db.exec(sql);
+    },
     begin: (mode = 'DEFERRED') => runControl(`BEGIN ${mode}`),
     commit: () => runControl('COMMIT'),
     rollback: () => runControl('ROLLBACK'),

@@ -23,7 +23,12 @@ import { apiKeyValues, itemsFromRows, num, type Row, str } from '../sql/rows.js'
 import * as sql from '../sql/statements.js';
 import * as operations from '../sql/storeOperations.js';
 import { sqliteDialect } from './dialect.js';
-import { openSqliteDatabase, type SqliteDatabase, type SqliteStatement } from './driver.js';
+import {
+  openSqliteDatabase,
+  type SqliteDatabase,
+  type SqliteStatement,
+  sqliteWritesInProcess,
+} from './driver.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 
 /** Options for {@link openSqliteStore}. */
@@ -228,11 +233,32 @@ class SqliteStoreImpl implements SqliteStore {
     return changes;
   }
 
+  /**
+   * Set while `PRAGMA data_version` was read in the current turn of the event loop. Reading it
+   * outside a transaction takes a WAL read lock (3–7 µs, file locks), and a request checked it
+   * twice (key lookup, then the session's items), 16 agents' calls of one turn sixteen times.
+   * Once per turn is enough: whatever another process committed after the first read of a turn
+   * can only be known to a caller of this process through I/O, which arrives in a later turn —
+   * or through another connection of this process: its writes move `sqliteWritesInProcess()`,
+   * and the next check reads `data_version` again.
+   */
+  #dataVersionRead = false;
+  #writesAtDataVersionRead = 0;
+  readonly #dataVersionExpired = (): void => {
+    this.#dataVersionRead = false;
+  };
+
   /** Empties the items cache unless the database is exactly as this store last left it. */
   #validateItemsCache(): void {
     // Two statements: measured faster than one SELECT over pragma_data_version.
     const changes = num(this.#statement('SELECT total_changes() AS n').get()!['n']);
-    const dataVersion = num(this.#statement('PRAGMA data_version').get()!['data_version']);
+    let dataVersion = this.#expectedDataVersion;
+    if (!this.#dataVersionRead || this.#writesAtDataVersionRead !== sqliteWritesInProcess()) {
+      dataVersion = num(this.#statement('PRAGMA data_version').get()!['data_version']);
+      if (!this.#dataVersionRead) setImmediate(this.#dataVersionExpired).unref();
+      this.#dataVersionRead = true;
+      this.#writesAtDataVersionRead = sqliteWritesInProcess();
+    }
     if (changes !== this.#expectedChanges || dataVersion !== this.#expectedDataVersion) {
       this.#itemsCache.clear();
       this.#keyCache.clear();

@@ -2,7 +2,7 @@
  * The binding of an approval: a digest Gatehouse computes itself, at the enforcement point, over
  * everything that made the held decision what it was. It is never taken from a caller.
  *
- * What it covers, as RFC 8785 canonical JSON (the `canonicalize` package), hashed with SHA-256:
+ * What it covers, as RFC 8785 canonical JSON (`canonicalJson`), hashed with SHA-256:
  * - `tenant`, `session_id`, `action`;
  * - `params`: the action's parameters as the contract parsed them (`EvaluateInputSchema`: a JSON
  *   object of at most 16 KiB and 32 levels, finite numbers only). Canonical JSON normalises key
@@ -19,10 +19,7 @@
  * differs on every call; rules that read it are still evaluated on every call.
  */
 import { createHash } from 'node:crypto';
-import canonicalizeModule from 'canonicalize';
-
-// canonicalize is CommonJS with an ESM-style declaration: the default import is the function.
-const canonicalize = canonicalizeModule as unknown as (input: unknown) => string | undefined;
+import { canonicalJson } from '../canonicalJson.js';
 
 /** What an approval is bound to. */
 export interface ApprovalBinding {
@@ -44,7 +41,7 @@ const BINDING_VERSION = 1;
  *   params: { amount: 9000 }, stateVersions: { 'budget.limit': 1 }, policyRevision: 'ab…', rules: ['large_transfer'] })
  */
 export function approvalDigest(binding: ApprovalBinding): string {
-  const canonical = canonicalize({
+  const canonical = canonicalJson({
     v: BINDING_VERSION,
     tenant: binding.tenantId,
     session_id: binding.sessionId,
@@ -54,7 +51,5 @@ export function approvalDigest(binding: ApprovalBinding): string {
     policy_revision: binding.policyRevision,
     rules: [...binding.rules].sort(),
   });
-  // The contract refuses what canonical JSON cannot hold (Infinity, NaN), so this never happens.
-  if (canonical === undefined) throw new Error('The approval binding is not JSON.');
   return createHash('sha256').update(canonical).digest('hex');
 }

@@ -3,8 +3,8 @@
  * all once, so that evaluation does no parsing.
  */
 import { createHash } from 'node:crypto';
-import canonicalizeModule from 'canonicalize';
 import { LineCounter, parseDocument } from 'yaml';
+import { canonicalJson } from '../canonicalJson.js';
 import { compileActionPattern } from './actionMatcher.js';
 import { compileCel } from './compileCel.js';
 import { type CompiledEntry, type CompiledRule, createEvaluator } from './evaluatePolicy.js';
@@ -24,9 +24,6 @@ import {
   policySchema,
 } from './policySchema.js';
 import type { CompiledRequirement } from './requirementChecks.js';
-
-// canonicalize is CommonJS with an ESM-style declaration: the default import is the function.
-const canonicalize = canonicalizeModule as unknown as (input: unknown) => string | undefined;
 
 /** Options for {@link compilePolicy}. */
 export interface CompilePolicyOptions {
@@ -131,10 +128,7 @@ export function compilePolicy(yamlText: string, options: CompilePolicyOptions = 
  * (defaults applied), so comments, quoting, key order and layout do not change it.
  */
 function policyRevision(policy: PolicyDocument): string {
-  const canonical = canonicalize(policy);
-  return createHash('sha256')
-    .update(canonical ?? '')
-    .digest('hex');
+  return createHash('sha256').update(canonicalJson(policy)).digest('hex');
 }
 
 function compileRequirement(requirement: PolicyRequirement, policy: PolicyDocument): CompiledRequirement {

@@ -4,11 +4,7 @@
  * breaks every hash after it.
  */
 import { createHash } from 'node:crypto';
-import canonicalizeModule from 'canonicalize';
-
-// The package is CommonJS (`module.exports = serialize`) but its typings declare an ES default export.
-const canonicalize = canonicalizeModule as unknown as (input: unknown) => string | undefined;
-
+import { canonicalJson } from '../canonicalJson.js';
 import type { HistoryEvent, VerifyResult } from '../schemas.js';
 
 /** The `prev_hash` of a tenant's first event. */
@@ -28,7 +24,7 @@ export interface HashedFields {
 
 /** SHA-256 (hex) of the canonical JSON of an event's hashed fields. */
 export function hashEvent(fields: HashedFields): string {
-  const canonical = canonicalize({
+  const canonical = canonicalJson({
     tenant_id: fields.tenant_id,
     seq: fields.seq,
     event_id: fields.event_id,
@@ -38,9 +34,7 @@ export function hashEvent(fields: HashedFields): string {
     data: fields.data,
     prev_hash: fields.prev_hash,
   });
-  return createHash('sha256')
-    .update(canonical ?? '')
-    .digest('hex');
+  return createHash('sha256').update(canonical).digest('hex');
 }
 
 /**

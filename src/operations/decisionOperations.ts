@@ -5,7 +5,7 @@ import { GatehouseError } from '../errors.js';
 import { conflictViewOf, gateStateOf } from '../gate/index.js';
 import type { DecisionRecord, Gatehouse } from '../gatehouseTypes.js';
 import { type Decision, EvaluateInputSchema, OutcomeInputSchema } from '../schemas.js';
-import { maskSecrets } from '../state/maskSecrets.js';
+import { maskDecision, maskSecrets } from '../state/maskSecrets.js';
 import { parseInput } from '../validation.js';
 import { sessionSecrets } from './eventSecrets.js';
 import { settleHeldDecision } from './heldDecisions.js';
@@ -70,7 +70,7 @@ export function decisionOperations(
           secrets,
         });
       }
-      const masked = maskSecrets(decision, 'decision', secrets) as Decision;
+      const masked = maskDecision(decision, secrets);
       await tenantTransaction(tenantId, (tx) =>
         append(tx, tenantId, [
           {

@@ -12,7 +12,7 @@ import { IN_PROCESS_CALLER } from '../approvals/approverCheck.js';
 import { combineVerdicts, type GateReason, type GateResult } from '../gate/index.js';
 import type { CallContext } from '../gatehouseTypes.js';
 import type { Approval, Decision } from '../schemas.js';
-import { maskSecrets } from '../state/maskSecrets.js';
+import { maskDecision, maskSecrets } from '../state/maskSecrets.js';
 import type { StoreTx } from '../store.js';
 import type { EventDraft } from './appendEvents.js';
 import type { OperationContext } from './operationContext.js';
@@ -143,7 +143,7 @@ export async function settleHeldDecision(shared: OperationContext, held: HeldEva
       }
     }
 
-    const masked = maskSecrets(decision, 'decision', secrets) as Decision;
+    const masked = maskDecision(decision, secrets);
     await append(tx, tenantId, [
       ...before,
       {

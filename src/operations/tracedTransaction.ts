@@ -4,7 +4,7 @@
  */
 import { context } from '@opentelemetry/api';
 import type { Store, StoreTx, TransactionOptions } from '../store.js';
-import { inSpan } from '../telemetry.js';
+import { inSpan, tracingActive } from '../telemetry.js';
 
 /** OTel `db.system.name` values for the stores Gatehouse ships; others keep their own kind. */
 const DB_SYSTEM: Readonly<Record<string, string>> = { sqlite: 'sqlite', postgres: 'postgresql' };
@@ -18,9 +18,11 @@ export function tracedTransaction(
   store: Store,
 ): <T>(fn: (tx: StoreTx) => Promise<T>, options?: TransactionOptions) => Promise<T> {
   const attributes = { 'db.system.name': DB_SYSTEM[store.kind] ?? store.kind };
-  return (fn, options) =>
-    inSpan('gatehouse.store.transaction', { attributes }, () => {
+  return (fn, options) => {
+    if (!tracingActive()) return store.transaction(fn, options);
+    return inSpan('gatehouse.store.transaction', { attributes }, () => {
       const active = context.active();
       return store.transaction((tx) => context.with(active, fn, undefined, tx), options);
     });
+  };
 }

@@ -80,3 +80,35 @@ function maskString(value: string, name: string, known: ReadonlySet<string>): st
   }
   return out;
 }
+
+/** Decision fields Gatehouse writes itself (IDs, times, hashes, enums, version numbers): never a secret. */
+const OWN_DECISION_FIELDS = new Set([
+  'decision_id',
+  'evaluated_at',
+  'verdict',
+  'allowed',
+  'policy',
+  'state_versions',
+]);
+
+/**
+ * {@link maskSecrets} for a decision, skipping the fields Gatehouse generated: its ID and time are
+ * new strings on every call, so the detectors ran on each (nothing to remember) for nothing.
+ * What a caller or a policy can put in (reasons and their messages, session, action, approval)
+ * is masked as before, under the same names.
+ */
+export function maskDecision<D extends { decision_id: string }>(
+  decision: D,
+  knownSecrets: ReadonlySet<string>,
+): D {
+  let copy: Record<string, unknown> | undefined;
+  for (const [field, value] of Object.entries(decision)) {
+    if (OWN_DECISION_FIELDS.has(field)) continue;
+    const masked = walk(value, `decision.${field}`, knownSecrets, 1);
+    if (masked !== value) {
+      copy ??= { ...decision };
+      copy[field] = masked;
+    }
+  }
+  return (copy ?? decision) as D;
+}
