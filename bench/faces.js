@@ -149,10 +149,12 @@ export async function run({ quick }) {
         },
       ],
     });
+    const overheadP50 = r.mcp.p50_us - r.rest.p50_us;
     notes.push(
-      `MCP overhead per call: ${fmt(overhead)} (mean ${fmt(r.mcp.mean_us)} vs ${fmt(r.rest.mean_us)})`,
+      `MCP overhead per call: ${fmt(overhead)} (mean ${fmt(r.mcp.mean_us)} vs ${fmt(r.rest.mean_us)}); p50 ${fmt(overheadP50)}`,
     );
     extra.mcp_overhead_us = overhead;
+    extra.mcp_overhead_p50_us = overheadP50;
   } else {
     notes.push('adapters/mcp is not built yet: MCP skipped');
   }
