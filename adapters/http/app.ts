@@ -16,7 +16,7 @@ import { createNodeListener } from './nodeListener.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { type AnyRoute, createPipeline, type Pipeline } from './pipeline.js';
 import { createRateLimiter, type RateLimiterOptions } from './rateLimiter.js';
-import { pathAndSearch, readWebBody } from './requestParts.js';
+import { pathAndSearch, readNodeBody, readWebBody } from './requestParts.js';
 import { API_ROUTES } from './routes.js';
 import { createServiceRoutes } from './serviceRoutes.js';
 
@@ -34,8 +34,15 @@ export interface HttpAppOptions {
   logger?: Logger;
   /** Prometheus metrics. @default a fresh registry */
   metrics?: Metrics;
-  /** The MCP Streamable HTTP handler, mounted at `/mcp` behind the same bearer auth. */
-  mcp?: (request: Request, principal: Principal) => Promise<Response>;
+  /**
+   * The MCP Streamable HTTP handler, mounted at `/mcp` behind the same bearer auth; `readBody`
+   * reads the body (on node:http from the socket, without web streams).
+   */
+  mcp?: (
+    request: Request,
+    principal: Principal,
+    readBody: (limit: number) => Promise<string>,
+  ) => Promise<Response>;
   /**
    * Makes the problem `type` URIs absolute, e.g. `https://gatehouse.example.org`.
    * @default '' (relative `/problems/<code>`, resolved against the URL the answer came from)
@@ -126,7 +133,9 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     },
   };
 
-  const fetch = async (request: Request): Promise<Response> => {
+  // `node` is the Node request behind `request` when the node face converted it (a web route):
+  // its body is read from the socket's Buffers instead of through web streams.
+  const serve = async (request: Request, node?: IncomingMessage): Promise<Response> => {
     const { path, search } = pathAndSearch(request.url);
     const reply = await pipeline.handle(
       {
@@ -134,13 +143,14 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         path,
         search,
         header: (name) => request.headers.get(name) ?? undefined,
-        text: (limit) => readWebBody(request, limit),
+        text: node ? (limit) => readNodeBody(node, limit) : (limit) => readWebBody(request, limit),
       },
       request,
     );
     if (reply instanceof Response) return reply;
     return new Response(reply.body, { status: reply.status, headers: reply.headers });
   };
+  const fetch = (request: Request): Promise<Response> => serve(request);
 
   const app: HttpApp = {
     fetch,
@@ -150,7 +160,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       return fetch(new Request(url, init));
     },
     routes: pipeline.routes,
-    nodeListener: createNodeListener(pipeline, fetch),
+    nodeListener: createNodeListener(pipeline, serve),
     close: () => feed.close(),
   };
   nodeListeners.set(fetch, app.nodeListener);

@@ -4,17 +4,23 @@
  * @hono/node-server). Only `/mcp`, whose SDK transport works on a web `Request`, is handed to
  * @hono/node-server's converter and the web face.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { IncomingMessage, type ServerResponse } from 'node:http';
 import { getRequestListener } from '@hono/node-server';
 import type { Pipeline } from './pipeline.js';
 import { pathAndSearch, readNodeBody } from './requestParts.js';
 
-/** A node:http request listener over `pipeline`; `fetch` (the web face) serves web-only routes. */
+/**
+ * A node:http request listener over `pipeline`; `fetch` (the web face) serves web-only routes,
+ * given the Node request too so that it can read the body without web streams.
+ */
 export function createNodeListener(
   pipeline: Pipeline,
-  fetch: (request: Request) => Promise<Response>,
+  fetch: (request: Request, node?: IncomingMessage) => Promise<Response>,
 ): (req: IncomingMessage, res: ServerResponse) => void {
-  const webListener = getRequestListener(fetch);
+  // This listener is only ever given node:http (HTTP/1) requests, but the type admits HTTP/2.
+  const webListener = getRequestListener((request, env) =>
+    fetch(request, env.incoming instanceof IncomingMessage ? env.incoming : undefined),
+  );
   return (req, res) => {
     const { path, search } = pathAndSearch(req.url ?? '/');
     if (pipeline.isWebPath(path)) {

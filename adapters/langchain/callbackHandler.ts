@@ -13,8 +13,7 @@ import {
   type GateOptions,
   gateToolCall,
   noteDecision,
-  recordToolError,
-  recordToolResult,
+  OutcomeReports,
   toolCallSpan,
 } from './toolCallGate.js';
 import { resolveToolName, toolParams } from './toolIdentity.js';
@@ -38,7 +37,8 @@ function remember<V>(map: Map<string, V>, key: string, value: V): void {
  * Gates every tool call: evaluates `<tool name>` with the tool's arguments as `params` before
  * the tool runs. Allow runs it; Warn calls `onWarn`, then runs it; Block throws
  * {@link ActionBlockedError} and the tool function never runs. After the tool, its result is
- * recorded as an `action_outcome` event under the same decision ID.
+ * recorded as an `action_outcome` event under the same decision ID, written while the agent goes
+ * on; {@link GatehouseCallbackHandler.flush} waits for those still being written.
  *
  * How the block surfaces depends on the caller: `tool.invoke` rejects; `createAgent` without
  * any `wrapToolCall` middleware turns the error into an error ToolMessage and the model goes
@@ -57,6 +57,7 @@ function remember<V>(map: Map<string, V>, key: string, value: V): void {
 export class GatehouseCallbackHandler extends BaseCallbackHandler {
   name = 'gatehouse';
   readonly #options: GateOptions;
+  readonly #outcomes: OutcomeReports;
   /** runId → decision ID of a tool that was let through. */
   readonly #decisions = new Map<string, string>();
   /** toolCallId → the tool name the model asked for. */
@@ -79,6 +80,15 @@ export class GatehouseCallbackHandler extends BaseCallbackHandler {
       );
     }
     this.#options = options;
+    this.#outcomes = new OutcomeReports(options);
+  }
+
+  /**
+   * Resolves once the outcomes of the tools that have returned are recorded (or reported to
+   * `onError`): before reading them from the history, or before the process exits.
+   */
+  flush(): Promise<void> {
+    return this.#outcomes.flush();
   }
 
   /** One instance must see both the start and the end of a run, so a copy is this handler. */
@@ -146,18 +156,21 @@ export class GatehouseCallbackHandler extends BaseCallbackHandler {
     remember(this.#spans, runId, span);
   }
 
-  /** Records `succeeded` (or `failed` for an error ToolMessage). Never throws. */
-  override async handleToolEnd(output: unknown, runId: string): Promise<void> {
+  /**
+   * Starts recording `succeeded` (or `failed` for an error ToolMessage); the tool's result does
+   * not wait for it. Never throws.
+   */
+  override handleToolEnd(output: unknown, runId: string): void {
     this.#endSpan(runId);
     const decisionId = this.#take(runId);
-    if (decisionId !== undefined) await recordToolResult(this.#options, decisionId, output);
+    if (decisionId !== undefined) this.#outcomes.result(decisionId, output);
   }
 
-  /** Records `failed` with the error's first words. Never throws. */
-  override async handleToolError(error: unknown, runId: string): Promise<void> {
+  /** Starts recording `failed` with the error's first words; the error does not wait for it. Never throws. */
+  override handleToolError(error: unknown, runId: string): void {
     this.#endSpan(runId, error);
     const decisionId = this.#take(runId);
-    if (decisionId !== undefined) await recordToolError(this.#options, decisionId, error);
+    if (decisionId !== undefined) this.#outcomes.error(decisionId, error);
   }
 
   #endSpan(runId: string, error?: unknown): void {

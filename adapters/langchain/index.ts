@@ -9,6 +9,7 @@ export { type GateBackend, inProcessBackend } from './gateBackend.js';
 export {
   type BlockedToolContent,
   blockedToolMessage,
+  type GatehouseMiddleware,
   type GatehouseMiddlewareOptions,
   gatehouseMiddleware,
 } from './middleware.js';

@@ -11,13 +11,21 @@ import {
   type GateOptions,
   gateToolCall,
   noteDecision,
-  recordToolError,
-  recordToolResult,
+  OutcomeReports,
   toolCallSpan,
 } from './toolCallGate.js';
 
 /** Options for {@link gatehouseMiddleware}. */
 export type GatehouseMiddlewareOptions = GateOptions;
+
+/** The middleware, with a way to wait for the outcome reports it is still writing. */
+export type GatehouseMiddleware = AgentMiddleware & {
+  /**
+   * Resolves once the outcomes of the tools that have returned are recorded (or reported to
+   * `onError`): before reading them from the history, or before the process exits.
+   */
+  flush(): Promise<void>;
+};
 
 /** The JSON the model reads in the ToolMessage of a blocked call. */
 export interface BlockedToolContent {
@@ -64,7 +72,8 @@ export function blockedToolMessage(decision: Decision, toolCall: Pick<ToolCall, 
  * A `createAgent` middleware that gates every tool call: evaluates `toolCall.name` with
  * `toolCall.args` as `params`. Allow runs the tool; Warn calls `onWarn`, then runs it; Block
  * returns {@link blockedToolMessage} without running it. The result is recorded as an
- * `action_outcome` (an error ToolMessage or a thrown error is `failed`). A call held for approval
+ * `action_outcome` (an error ToolMessage or a thrown error is `failed`), written while the agent
+ * goes on (`flush()` waits for the reports still being written). A call held for approval
  * follows `onApproval` (`block` by default; `interrupt` pauses the graph, see {@link GateOptions}).
  *
  * The session is `sessionId`, else `configurable.thread_id`, else `configurable.session_id`;
@@ -74,8 +83,9 @@ export function blockedToolMessage(decision: Decision, toolCall: Pick<ToolCall, 
  * const agent = createAgent({ model, tools, middleware: [gatehouseMiddleware({ backend: gatehouse })] });
  * await agent.invoke({ messages }, { configurable: { thread_id: 'session-42' } });
  */
-export function gatehouseMiddleware(options: GatehouseMiddlewareOptions): AgentMiddleware {
-  return createMiddleware({
+export function gatehouseMiddleware(options: GatehouseMiddlewareOptions): GatehouseMiddleware {
+  const outcomes = new OutcomeReports(options);
+  const middleware = createMiddleware({
     name: 'gatehouse',
     wrapToolCall: (request, handler) => {
       const { toolCall } = request;
@@ -97,12 +107,13 @@ export function gatehouseMiddleware(options: GatehouseMiddlewareOptions): AgentM
         try {
           result = await handler(request);
         } catch (error) {
-          await recordToolError(options, decision.decision_id, error);
+          outcomes.error(decision.decision_id, error);
           throw error;
         }
-        await recordToolResult(options, decision.decision_id, result);
+        outcomes.result(decision.decision_id, result);
         return result;
       });
     },
   });
+  return Object.assign(middleware, { flush: () => outcomes.flush() });
 }

@@ -9,6 +9,7 @@ import {
   GatehouseError,
   GEN_AI_ATTRIBUTES,
   MAX_APPROVAL_WAIT_SECONDS,
+  type OutcomeInput,
   SPAN_ATTRIBUTES,
 } from '../../src/index.js';
 import type { GateBackend } from './gateBackend.js';
@@ -31,7 +32,9 @@ export interface GateOptions {
    */
   onWarn?: (decision: Decision) => void | Promise<void>;
   /**
-   * Record each gated call's result as an `action_outcome` event (`succeeded` / `failed`).
+   * Record each gated call's result as an `action_outcome` event (`succeeded` / `failed`). The
+   * report is written while the agent goes on (the tool's result does not wait for it); `flush()`
+   * of the handler or middleware waits for the reports still being written.
    * @default true
    */
   recordOutcomes?: boolean;
@@ -238,48 +241,59 @@ function toolMessageText(output: unknown): string {
 }
 
 /**
- * Records what a tool returned: `failed` for an error ToolMessage (`status: 'error'`, with its
- * first words), else `succeeded`. Never throws.
+ * The outcome reports of one face (the handler or the middleware). Each is started when its tool
+ * returns and written while the agent goes on: a gated call waits for one Gatehouse call (the
+ * decision), not two. A report that fails goes to `onError`, as when it was awaited; {@link flush}
+ * waits for the reports still being written (before reading the history, or before exiting).
  */
-export async function recordToolResult(
-  options: GateOptions,
-  decisionId: string,
-  output: unknown,
-): Promise<void> {
-  if ((output as { status?: unknown } | null)?.status === 'error') {
-    await recordOutcomeSafely(options, decisionId, 'failed', shortDetail(toolMessageText(output)));
-  } else {
-    await recordOutcomeSafely(options, decisionId, 'succeeded');
+export class OutcomeReports {
+  readonly #options: GateOptions;
+  readonly #pending = new Set<Promise<void>>();
+
+  constructor(options: GateOptions) {
+    this.#options = options;
   }
-}
 
-/** Records `failed` with the error's first words. Never throws. */
-export async function recordToolError(
-  options: GateOptions,
-  decisionId: string,
-  error: unknown,
-): Promise<void> {
-  await recordOutcomeSafely(options, decisionId, 'failed', shortDetail(error));
-}
+  /** Starts recording what a tool returned: `failed` for an error ToolMessage, else `succeeded`. */
+  result(decisionId: string, output: unknown): void {
+    this.#start(decisionId, () =>
+      (output as { status?: unknown } | null)?.status === 'error'
+        ? { outcome: 'failed', detail: shortDetail(toolMessageText(output)) }
+        : { outcome: 'succeeded' },
+    );
+  }
 
-/**
- * Records an outcome; a failure goes to `onError` and never to the caller, so a Gatehouse
- * hiccup after the tool ran cannot turn a done action into an agent error.
- */
-async function recordOutcomeSafely(
-  options: GateOptions,
-  decisionId: string,
-  outcome: 'succeeded' | 'failed',
-  detail?: string,
-): Promise<void> {
-  if (options.recordOutcomes === false) return;
-  try {
-    await options.backend.recordOutcome(decisionId, { outcome, ...(detail === undefined ? {} : { detail }) });
-  } catch (error) {
+  /** Starts recording `failed` with the error's first words. */
+  error(decisionId: string, error: unknown): void {
+    this.#start(decisionId, () => ({ outcome: 'failed', detail: shortDetail(error) }));
+  }
+
+  /** Resolves once every report started so far (and any started meanwhile) is written or reported to `onError`. */
+  async flush(): Promise<void> {
+    while (this.#pending.size > 0) await Promise.all(this.#pending);
+  }
+
+  #start(decisionId: string, outcomeOf: () => OutcomeInput): void {
+    if (this.#options.recordOutcomes === false) return;
+    // Started on the next turn of the event loop: even the synchronous start of a write (input
+    // checks, the transaction's set-up) would otherwise run before the tool's result is handed on.
+    const report = new Promise<void>((resolve) => setImmediate(resolve)).then(() =>
+      this.#record(decisionId, outcomeOf),
+    );
+    this.#pending.add(report);
+    void report.then(() => this.#pending.delete(report));
+  }
+
+  /** Never rejects: nobody awaits it on the agent's side, so a failure can only go to `onError`. */
+  async #record(decisionId: string, outcomeOf: () => OutcomeInput): Promise<void> {
     try {
-      options.onError?.(error, { decisionId, stage: 'record_outcome' });
-    } catch {
-      // A failing error hook must not fail the agent either.
+      await this.#options.backend.recordOutcome(decisionId, outcomeOf());
+    } catch (error) {
+      try {
+        this.#options.onError?.(error, { decisionId, stage: 'record_outcome' });
+      } catch {
+        // A failing error hook must not fail the agent either.
+      }
     }
   }
 }

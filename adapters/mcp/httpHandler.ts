@@ -1,13 +1,18 @@
 /**
- * MCP over Streamable HTTP, stateless: each POST gets a fresh server and transport built from the
+ * MCP over Streamable HTTP, stateless: each POST gets its own transport and a server built for the
  * caller's API key (tenant, scopes, sources), answers in plain JSON, and is closed afterwards.
  * Mounted at `/mcp` by `createHttpApp({ mcp })`, behind the same bearer auth and rate limit as `/v1`.
  */
 
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { requestBodyTooLargeMessage } from '@modelcontextprotocol/sdk/server/requestBody.js';
+import {
+  type HandleRequestOptions,
+  WebStandardStreamableHTTPServerTransport,
+} from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js';
 import type { Logger } from 'pino';
-import type { Gatehouse, Principal } from '../../src/index.js';
+import { type Gatehouse, GatehouseError, type Principal } from '../../src/index.js';
 import { createHostOriginCheck, type HostOriginCheckOptions } from './hostOriginCheck.js';
 import { createMcpServer } from './mcpServer.js';
 
@@ -24,8 +29,61 @@ export interface McpHttpHandlerOptions extends HostOriginCheckOptions {
   maxBodyBytes?: number;
 }
 
-/** Handles one authenticated `/mcp` request. */
-export type McpHttpHandler = (request: Request, principal: Principal) => Promise<Response>;
+/**
+ * Reads the request body as UTF-8 text, refusing more than `limit` bytes (the HTTP app's reader,
+ * which on node:http reads the socket's Buffers instead of a web stream).
+ * @throws {GatehouseError} `payload_too_large`
+ */
+export type McpBodyReader = (limit: number) => Promise<string>;
+
+/**
+ * Handles one authenticated `/mcp` request. With `readBody` the body is read through it and
+ * handed to the transport parsed; without, the transport reads `request.body`.
+ */
+export type McpHttpHandler = (
+  request: Request,
+  principal: Principal,
+  readBody?: McpBodyReader,
+) => Promise<Response>;
+
+/** A JSON-RPC error answer as the SDK transport writes it (`id: null`: no request was read). */
+function jsonRpcError(status: number, code: number, message: string): Response {
+  return new Response(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }), {
+    status,
+    headers: { 'content-type': 'application/json' },
+  });
+}
+
+/**
+ * The body, parsed, for the transport's `parsedBody`; or a `Response` when it cannot be read, the
+ * answer the transport gives for the same failure (413 over the limit, 400 -32700 otherwise).
+ * Taken only when the transport's own header checks would pass (`Accept` listing both types, a
+ * JSON `Content-Type`): it checks them before the body, so any other request keeps its answer
+ * (406, 415) by going the transport's way.
+ */
+async function preparsedBody(
+  request: Request,
+  readBody: McpBodyReader,
+  limit: number,
+): Promise<HandleRequestOptions | Response> {
+  const accept = request.headers.get('accept');
+  const acceptable = accept?.includes('application/json') && accept.includes('text/event-stream');
+  if (!acceptable || !isJsonContentType(request.headers.get('content-type'))) return {};
+  let text: string;
+  try {
+    text = await readBody(limit);
+  } catch (error) {
+    if (error instanceof GatehouseError && error.code === 'payload_too_large') {
+      return jsonRpcError(413, -32000, requestBodyTooLargeMessage(limit));
+    }
+    return jsonRpcError(400, -32700, 'Parse error: Invalid JSON');
+  }
+  try {
+    return { parsedBody: JSON.parse(text) as unknown };
+  } catch {
+    return jsonRpcError(400, -32700, 'Parse error: Invalid JSON');
+  }
+}
 
 function methodNotAllowed(method: string): Response {
   // Stateless: no server-initiated stream to GET, no session to DELETE. Clients treat 405 as "not offered".
@@ -72,7 +130,7 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
       },
       ...(log === undefined ? {} : { logger: log }),
     });
-  return async (request, principal) => {
+  return async (request, principal, readBody) => {
     const refused = checkHostOrigin(request);
     if (refused) {
       log?.warn(
@@ -86,6 +144,13 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
       return refused;
     }
     if (request.method !== 'POST') return methodNotAllowed(request.method);
+    // Read here rather than by the transport: on node:http the app reads the socket's Buffers,
+    // while `request.body` would build a web Request and streams over it (~90 µs a call).
+    const body = readBody ? await preparsedBody(request, readBody, maxRequestBodySize) : {};
+    if (body instanceof Response) {
+      log?.debug({ status: body.status, keyId: principal.keyId }, 'MCP HTTP request rejected');
+      return body;
+    }
     const key = JSON.stringify([principal.keyId, principal.tenantId, principal.scopes, principal.sources]);
     const server = idle.get(key)?.pop() ?? build(principal);
     const transport = new WebStandardStreamableHTTPServerTransport({
@@ -95,19 +160,27 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     });
     transport.onerror = (error) =>
       log?.debug({ err: error.message, keyId: principal.keyId }, 'MCP HTTP request rejected');
-    let reusable = false;
+    let answered = false;
     try {
       await server.connect(transport);
       // JSON mode: the response is complete when this resolves, so closing afterwards loses nothing.
-      const response = await transport.handleRequest(request);
-      reusable = true;
+      const response = await transport.handleRequest(request, body);
+      answered = true;
       return response;
     } finally {
-      await server.close().catch((err: unknown) => {
-        reusable = false;
-        log?.warn({ err }, 'MCP server close failed');
+      // Closed once the answer is on its way, not before: closing aborts the signal of every
+      // request the server still tracks (an AbortError with a stack each), and the SDK forgets a
+      // finished request only a few promise turns after its answer. In the next turn of the event
+      // loop nothing is tracked, so the close aborts nothing; it costs the caller no wait either.
+      const reusable = answered;
+      setImmediate(() => {
+        server
+          .close()
+          .then(() => {
+            if (reusable) release(key, server);
+          })
+          .catch((err: unknown) => log?.warn({ err }, 'MCP server close failed'));
       });
-      if (reusable) release(key, server);
     }
   };
 

@@ -24,10 +24,11 @@ export function summarize(latenciesUs, elapsedMs) {
 
 /**
  * Runs `op(i)` one after the other for `ms` milliseconds (at least `minOps` times, at most
- * `maxOps`), awaiting it only when it returns a promise. Returns the latencies (µs) and the
- * elapsed wall time.
+ * `maxOps`), awaiting it only when it returns a promise. `between()`, when given, is awaited after
+ * each op outside its latency (what a caller does between two calls, e.g. wait for a model); it
+ * still counts in the elapsed time. Returns the latencies (µs) and the elapsed wall time.
  */
-export async function timedLoop(op, { ms, minOps = 1, maxOps = 10_000_000, start = 0 }) {
+export async function timedLoop(op, { ms, minOps = 1, maxOps = 10_000_000, start = 0, between }) {
   const latencies = [];
   const t0 = performance.now();
   const deadline = t0 + ms;
@@ -38,6 +39,7 @@ export async function timedLoop(op, { ms, minOps = 1, maxOps = 10_000_000, start
     if (r && typeof r.then === 'function') await r;
     const b = performance.now();
     latencies.push((b - a) * 1000);
+    if (between) await between();
     i += 1;
     const n = i - start;
     if (n >= maxOps) break;
@@ -49,18 +51,23 @@ export async function timedLoop(op, { ms, minOps = 1, maxOps = 10_000_000, start
 /**
  * Measures several variants in interleaved rounds (a, b, c, a, b, c, …) so that drift of the
  * machine (other processes, thermal, GC of earlier work) falls on all of them alike.
- * `variants` is `{ name: { op, warmupOps? } }`; returns `{ name: summary }`.
+ * `variants` is `{ name: { op, between? } }` (`between`: see {@link timedLoop}); returns
+ * `{ name: summary }`.
  */
 export async function compareInterleaved(variants, { rounds, msPerRound, warmupMs = 300 }) {
   const names = Object.keys(variants);
   const state = Object.fromEntries(names.map((n) => [n, { latencies: [], elapsedMs: 0, next: 0 }]));
   for (const n of names) {
-    const w = await timedLoop(variants[n].op, { ms: warmupMs, start: 0 });
+    const w = await timedLoop(variants[n].op, { ms: warmupMs, start: 0, between: variants[n].between });
     state[n].next = w.next;
   }
   for (let r = 0; r < rounds; r += 1) {
     for (const n of names) {
-      const res = await timedLoop(variants[n].op, { ms: msPerRound, start: state[n].next });
+      const res = await timedLoop(variants[n].op, {
+        ms: msPerRound,
+        start: state[n].next,
+        between: variants[n].between,
+      });
       state[n].next = res.next;
       for (const l of res.latencies) state[n].latencies.push(l);
       state[n].elapsedMs += res.elapsedMs;

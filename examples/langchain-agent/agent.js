@@ -64,15 +64,14 @@ const model =
       new AIMessage('The 9000 EUR transfer exceeds the budget, so I sent the 300 EUR deposit instead.'),
     );
 
+const gate = gatehouseMiddleware({
+  backend: gatehouse,
+  onWarn: (decision) => console.log(`  warn: ${decision.reason}`),
+});
 const agent = createAgent({
   model,
   tools: [transferMoney, createRecordStateTool({ backend: gatehouse })],
-  middleware: [
-    gatehouseMiddleware({
-      backend: gatehouse,
-      onWarn: (decision) => console.log(`  warn: ${decision.reason}`),
-    }),
-  ],
+  middleware: [gate],
   systemPrompt:
     'You pay invoices. If a payment is blocked, do not retry it; pay the 300 EUR deposit instead.',
 });
@@ -93,6 +92,8 @@ for (const message of result.messages) {
   console.log(`  ${message.getType().padEnd(5)} ${calls || text}`);
 }
 
+// The outcomes are written while the agent goes on; wait for the last ones before reading them.
+await gate.flush();
 const { events } = await gatehouse.readHistory({ session_id: SESSION, order: 'asc', limit: 100 });
 console.log('\nHistory trail:');
 for (const event of events) {

@@ -51,17 +51,22 @@ beforeEach(async () => {
   gh = createGatehouse({ store: openSqliteStore(), policy: compilePolicy(POLICY) });
 });
 
-/** An agent that calls `transfer_money` once, gated with `onApproval: 'interrupt'` on a MemorySaver. */
+/**
+ * An agent that calls `transfer_money` once, gated with `onApproval: 'interrupt'` on a
+ * MemorySaver, and its middleware (whose `flush` waits for the outcome reports).
+ */
 function interruptingAgent(
   backend: GateOptions['backend'],
   transfer: ReturnType<typeof transferTool>['transfer'],
 ) {
-  return createAgent({
+  const gate = gatehouseMiddleware({ backend, onApproval: 'interrupt' });
+  const agent = createAgent({
     model: scriptedModel('transfer_money', args),
     tools: [transfer],
-    middleware: [gatehouseMiddleware({ backend, onApproval: 'interrupt' })],
+    middleware: [gate],
     checkpointer: new MemorySaver(),
   });
+  return { agent, gate };
 }
 
 describe("onApproval: 'interrupt' (middleware, MemorySaver)", () => {
@@ -69,7 +74,7 @@ describe("onApproval: 'interrupt' (middleware, MemorySaver)", () => {
     const backend = inProcessBackend(gh, { keyId: 'key_agent' });
     await recordBudget(backend, 'thread-1');
     const { transfer, calls } = transferTool();
-    const agent = interruptingAgent(backend, transfer);
+    const { agent, gate } = interruptingAgent(backend, transfer);
     const config = { configurable: { thread_id: 'thread-1' } };
 
     const first = await agent.invoke({ messages: [{ role: 'user', content: 'pay 9000' }] }, config);
@@ -101,6 +106,7 @@ describe("onApproval: 'interrupt' (middleware, MemorySaver)", () => {
     expect(calls).toEqual([9000]);
     expect(done.messages.at(-1)!.content).toBe('done');
     expect((await gh.getApproval(request.approval_id)).status).toBe('used');
+    await gate.flush();
     const outcome = await gh.readHistory({ session_id: 'thread-1', type: 'action_outcome' });
     expect(outcome.events).toHaveLength(1);
     expect(await gh.verifyHistory()).toMatchObject({ ok: true });
@@ -110,7 +116,7 @@ describe("onApproval: 'interrupt' (middleware, MemorySaver)", () => {
     const backend = inProcessBackend(gh, { keyId: 'key_agent' });
     await recordBudget(backend, 'thread-2');
     const { transfer, calls } = transferTool();
-    const agent = interruptingAgent(backend, transfer);
+    const { agent } = interruptingAgent(backend, transfer);
     const config = { configurable: { thread_id: 'thread-2' } };
     const first = await agent.invoke({ messages: [{ role: 'user', content: 'pay' }] }, config);
     const id = (first as unknown as { __interrupt__: Array<{ value: ApprovalInterrupt }> }).__interrupt__[0]!

@@ -48,6 +48,8 @@ async function runAgent(
     { messages: [{ role: 'user', content: 'pay' }] },
     { callbacks: [handler], ...config },
   );
+  // Outcomes are written while the agent goes on; the assertions read them afterwards.
+  await handler.flush();
   return { result, calls: tools.calls };
 }
 
@@ -163,6 +165,67 @@ describe('GatehouseCallbackHandler in createAgent', () => {
     expect(calls).toEqual([10]);
     expect(result.messages.at(-1)?.content).toBe('done');
     expect(onError).toHaveBeenCalledWith(expect.any(GatehouseError), {
+      decisionId: expect.stringMatching(/^dec_/),
+      stage: 'record_outcome',
+    });
+  });
+
+  it("does not hold the tool's result for the outcome report; flush waits for it", async () => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const reported: string[] = [];
+    const slow: GateBackend = {
+      evaluate: (input) => gatehouse.evaluate(input),
+      recordState: (input) => gatehouse.recordState(input),
+      recordOutcome: async (decisionId, input) => {
+        await released;
+        reported.push(input.outcome);
+        return gatehouse.recordOutcome(decisionId, input);
+      },
+    };
+    const handler = new GatehouseCallbackHandler({ backend: slow, sessionId: 's1' });
+    const { transfer, calls } = transferTool();
+    await expect(transfer.invoke({ amount: 10, to: 'bob' }, { callbacks: [handler] })).resolves.toBe(
+      'sent 10',
+    );
+    expect(calls).toEqual([10]);
+    expect(reported).toEqual([]);
+
+    let flushed = false;
+    const flushing = handler.flush().then(() => {
+      flushed = true;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(flushed).toBe(false);
+    release();
+    await flushing;
+    expect(reported).toEqual(['succeeded']);
+    const types = (await historyOf(gatehouse, 's1')).map((e) => e.type);
+    expect(types).toEqual(['state_change', 'gate_evaluation', 'action_outcome']);
+  });
+
+  it('reports to onError an outcome that cannot even be described, without an unhandled rejection', async () => {
+    const onError = vi.fn();
+    const handler = new GatehouseCallbackHandler({ backend: gatehouse, sessionId: 's1', onError });
+    const circular: Record<string, unknown> = {};
+    circular['self'] = circular;
+    // An error ToolMessage whose content cannot be turned into JSON for the outcome's detail.
+    handler.handleToolEnd({ status: 'error', content: circular }, 'run-x');
+    await handler.handleToolStart(
+      { lc: 1, type: 'not_implemented', id: ['transfer_money'] },
+      JSON.stringify({ amount: 1, to: 'b' }),
+      'run-y',
+      undefined,
+      undefined,
+      undefined,
+      'transfer_money',
+    );
+    handler.handleToolEnd({ status: 'error', content: circular }, 'run-y');
+    await handler.flush();
+    expect(onError).toHaveBeenCalledOnce();
+    expect(onError).toHaveBeenCalledWith(expect.any(TypeError), {
       decisionId: expect.stringMatching(/^dec_/),
       stage: 'record_outcome',
     });

@@ -38,19 +38,16 @@ function agentWith(
   tools = transferTool(),
 ) {
   const model = scriptedModel('transfer_money', args);
-  const agent = createAgent({
-    model,
-    tools: [tools.transfer],
-    middleware: [gatehouseMiddleware({ backend: gatehouse, ...options })],
-  });
-  return { agent, model, calls: tools.calls };
+  const gate = gatehouseMiddleware({ backend: gatehouse, ...options });
+  const agent = createAgent({ model, tools: [tools.transfer], middleware: [gate] });
+  return { agent, model, calls: tools.calls, gate };
 }
 
 const ask = { messages: [{ role: 'user' as const, content: 'pay' }] };
 
 describe('gatehouseMiddleware in createAgent', () => {
   it('answers an over-budget transfer with an error ToolMessage the model reads; the tool never runs', async () => {
-    const { agent, model, calls } = agentWith({}, { amount: 9000, to: 'mallory' });
+    const { agent, model, calls, gate: middleware } = agentWith({}, { amount: 9000, to: 'mallory' });
     const result = await agent.invoke(ask, { configurable: { thread_id: 's1' } });
 
     expect(calls).toEqual([]);
@@ -76,6 +73,7 @@ describe('gatehouseMiddleware in createAgent', () => {
     expect(secondTurn?.at(-1)?.getType()).toBe('tool');
     expect(result.messages.at(-1)?.content).toBe('done');
 
+    await middleware.flush();
     const events = await historyOf(gatehouse, 's1');
     const gate = events.find((e) => e.type === 'gate_evaluation')!;
     expect(gate.data).toMatchObject({ decision_id: content.decision_id, verdict: 'Block' });
@@ -83,11 +81,12 @@ describe('gatehouseMiddleware in createAgent', () => {
   });
 
   it('runs an allowed transfer and records action_outcome under the gate_evaluation decision ID', async () => {
-    const { agent, calls } = agentWith({}, { amount: 300, to: 'bob' });
+    const { agent, calls, gate: middleware } = agentWith({}, { amount: 300, to: 'bob' });
     const result = await agent.invoke(ask, { configurable: { thread_id: 's1' } });
 
     expect(calls).toEqual([300]);
     expect(toolMessages(result.messages)[0]?.content).toBe('sent 300');
+    await middleware.flush();
     const events = await historyOf(gatehouse, 's1');
     const gate = events.find((e) => e.type === 'gate_evaluation')!;
     const outcome = events.find((e) => e.type === 'action_outcome')!;
@@ -150,10 +149,49 @@ describe('gatehouseMiddleware in createAgent', () => {
   });
 
   it('records a failed outcome when the tool throws (and LangChain re-raises it)', async () => {
-    const { agent } = agentWith({}, { amount: 10, to: 'bob' }, transferTool({ fail: true }));
+    const { agent, gate: middleware } = agentWith(
+      {},
+      { amount: 10, to: 'bob' },
+      transferTool({ fail: true }),
+    );
     await expect(agent.invoke(ask, { configurable: { thread_id: 's1' } })).rejects.toThrow(/bank is closed/);
+    await middleware.flush();
     const outcome = (await historyOf(gatehouse, 's1')).find((e) => e.type === 'action_outcome');
     expect(outcome?.data).toMatchObject({ outcome: 'failed', detail: 'Error: bank is closed' });
+  });
+
+  it('answers the model without waiting for the outcome report; flush waits for it', async () => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const reported: string[] = [];
+    const slow: GateBackend = {
+      evaluate: (input) => gatehouse.evaluate(input),
+      recordState: (input) => gatehouse.recordState(input),
+      recordOutcome: async (decisionId, input) => {
+        await released;
+        reported.push(input.outcome);
+        return gatehouse.recordOutcome(decisionId, input);
+      },
+    };
+    const tools = transferTool();
+    const middleware = gatehouseMiddleware({ backend: slow });
+    const agent = createAgent({
+      model: scriptedModel('transfer_money', { amount: 10, to: 'bob' }),
+      tools: [tools.transfer],
+      middleware: [middleware],
+    });
+    const result = await agent.invoke(ask, { configurable: { thread_id: 's1' } });
+    expect(tools.calls).toEqual([10]);
+    expect(result.messages.at(-1)?.content).toBe('done');
+    expect(reported).toEqual([]);
+
+    release();
+    await middleware.flush();
+    expect(reported).toEqual(['succeeded']);
+    const types = (await historyOf(gatehouse, 's1')).map((e) => e.type);
+    expect(types).toEqual(['state_change', 'gate_evaluation', 'action_outcome']);
   });
 
   it('keeps the agent going when the outcome cannot be recorded; onError hears about it', async () => {
@@ -166,12 +204,14 @@ describe('gatehouseMiddleware in createAgent', () => {
       },
     };
     const tools = transferTool();
+    const middleware = gatehouseMiddleware({ backend: flaky, onError });
     const agent = createAgent({
       model: scriptedModel('transfer_money', { amount: 10, to: 'bob' }),
       tools: [tools.transfer],
-      middleware: [gatehouseMiddleware({ backend: flaky, onError })],
+      middleware: [middleware],
     });
     const result = await agent.invoke(ask, { configurable: { thread_id: 's1' } });
+    await middleware.flush();
     expect(tools.calls).toEqual([10]);
     expect(result.messages.at(-1)?.content).toBe('done');
     expect(onError).toHaveBeenCalledOnce();

@@ -66,13 +66,15 @@ describe('remote mode through createGatehouseClient', () => {
     expect((await client.getDecision(content.decision_id)).verdict).toBe('Block');
 
     const allowed = transferTool();
+    const allowGate = gatehouseMiddleware({ backend: client });
     const allowAgent = createAgent({
       model: scriptedModel('transfer_money', { amount: 200, to: 'bob' }),
       tools: [allowed.transfer],
-      middleware: [gatehouseMiddleware({ backend: client })],
+      middleware: [allowGate],
     });
     await allowAgent.invoke(ask, { configurable: { thread_id: 'remote-1' } });
     expect(allowed.calls).toEqual([200]);
+    await allowGate.flush();
 
     const events = await historyOf(client, 'remote-1');
     const lastGate = events.filter((e) => e.type === 'gate_evaluation').at(-1)!;
@@ -105,6 +107,7 @@ describe('remote mode through createGatehouseClient', () => {
     });
     await allowAgent.invoke(ask, { callbacks: [handler], configurable: { thread_id: 'remote-2' } });
     expect(allowed.calls).toEqual([50]);
+    await handler.flush();
 
     const types = (await historyOf(client, 'remote-2')).map((e) => e.type);
     expect(types).toEqual(['state_change', 'gate_evaluation', 'gate_evaluation', 'action_outcome']);

@@ -284,3 +284,81 @@ describe('MCP over Streamable HTTP', () => {
     expect(res.status).toBe(413);
   });
 });
+
+describe('MCP request errors: body read by the app or by the transport, the same answers', () => {
+  // `server` reads the body itself (node:http) and hands the transport the parsed message; here
+  // the handler gets no body reader, so the SDK transport reads `request.body` as it would alone.
+  let sdkReads: RunningServer;
+  beforeAll(async () => {
+    const handler = createMcpHttpHandler({ gatehouse: gh });
+    const app = createHttpApp({
+      gatehouse: gh,
+      mcp: (request, principal) => handler(request, principal),
+      rateLimit: false,
+    });
+    sdkReads = await startHttpServer(app.fetch, { port: 0 });
+  });
+  afterAll(async () => {
+    await sdkReads.close();
+  });
+
+  const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(70_000) } });
+  const json = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  /** A body sent in chunks without Content-Length, so only the read itself can find it too large. */
+  const chunked = (text: string) => ({
+    body: new ReadableStream({
+      start(controller) {
+        const bytes = new TextEncoder().encode(text);
+        for (let at = 0; at < bytes.length; at += 16_384) controller.enqueue(bytes.slice(at, at + 16_384));
+        controller.close();
+      },
+    }),
+    duplex: 'half',
+  });
+  const cases: Record<
+    string,
+    { status: number; headers: Record<string, string>; init: Record<string, unknown> }
+  > = {
+    'a ping': {
+      status: 200,
+      headers: json,
+      init: { body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'ping' }) },
+    },
+    'invalid JSON': { status: 400, headers: json, init: { body: '{"jsonrpc": "2.0", ' } },
+    'JSON that is not JSON-RPC': { status: 400, headers: json, init: { body: '{"hello": "world"}' } },
+    'a notification only': {
+      status: 202,
+      headers: json,
+      init: { body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) },
+    },
+    'too large, Content-Length given': { status: 413, headers: json, init: { body: big } },
+    'too large, chunked': { status: 413, headers: json, init: chunked(big) },
+    'Accept without text/event-stream, too large': {
+      status: 406,
+      headers: { ...json, accept: 'application/json' },
+      init: { body: big },
+    },
+    'Content-Type text/plain, invalid JSON': {
+      status: 415,
+      headers: { ...json, 'content-type': 'text/plain; a=application/json' },
+      init: { body: '{' },
+    },
+  };
+
+  for (const [name, { status, headers, init }] of Object.entries(cases)) {
+    it(name, async () => {
+      const key = await newKey({ tenantId: 'raw', scopes: ALL_SCOPES });
+      const send = async (to: RunningServer) => {
+        const res = await fetch(`${to.url}/mcp`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, ...headers },
+          ...(init.body instanceof ReadableStream ? chunked(big) : init),
+        } as RequestInit);
+        return { status: res.status, type: res.headers.get('content-type'), body: await res.text() };
+      };
+      const viaApp = await send(server);
+      expect(viaApp.status).toBe(status);
+      expect(viaApp).toEqual(await send(sdkReads));
+    });
+  }
+});

@@ -270,10 +270,11 @@ describe('LangChain', () => {
     const gh = budgetGatehouse();
     await recordBudget(gh, 'l1');
     const { transfer, calls } = transferTool();
+    const gate = gatehouseMiddleware({ backend: gh });
     const agent = createAgent({
       model: scriptedModel('transfer_money', { amount: 10, to: 'bob' }),
       tools: [transfer],
-      middleware: [gatehouseMiddleware({ backend: gh })],
+      middleware: [gate],
     });
     exporter.reset();
     const { root } = await inRoot(() =>
@@ -294,6 +295,7 @@ describe('LangChain', () => {
     const evaluate = one('gatehouse.evaluate');
     expect(parentOf(evaluate)).toBe(toolSpan.spanContext().spanId);
     expect(toolSpan.attributes['gatehouse.decision.id']).toBe(evaluate.attributes['gatehouse.decision.id']);
+    await gate.flush();
     await gh.store.close();
   });
 
@@ -305,11 +307,12 @@ describe('LangChain', () => {
       model: scriptedModel('transfer_money', { amount: 10, to: 'bob' }),
       tools: [transfer],
     });
+    const handler = new GatehouseCallbackHandler({ backend: gh });
     exporter.reset();
     const { root } = await inRoot(() =>
       agent.invoke(
         { messages: [{ role: 'user', content: 'pay bob' }] },
-        { configurable: { thread_id: 'l2' }, callbacks: [new GatehouseCallbackHandler({ backend: gh })] },
+        { configurable: { thread_id: 'l2' }, callbacks: [handler] },
       ),
     );
     expect(calls).toEqual([10]);
@@ -317,6 +320,7 @@ describe('LangChain', () => {
     expect(toolSpan.spanContext().traceId).toBe(root.spanContext().traceId);
     expect(toolSpan.attributes['gen_ai.tool.call.id']).toBe('call_1');
     expect(parentOf(one('gatehouse.evaluate'))).toBe(toolSpan.spanContext().spanId);
+    await handler.flush();
     await gh.store.close();
   });
 });
