@@ -5,12 +5,10 @@
  */
 
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { requestBodyTooLargeMessage } from '@modelcontextprotocol/sdk/server/requestBody.js';
 import {
   type HandleRequestOptions,
   WebStandardStreamableHTTPServerTransport,
 } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js';
 import type { Logger } from 'pino';
 import { type Gatehouse, GatehouseError, type Principal } from '../../src/index.js';
 import { createHostOriginCheck, type HostOriginCheckOptions } from './hostOriginCheck.js';
@@ -46,6 +44,19 @@ export type McpHttpHandler = (
   readBody?: McpBodyReader,
 ) => Promise<Response>;
 
+/**
+ * Whether `Content-Type` names JSON, as the SDK transport decides it (the media type before any
+ * parameters, case-insensitive). Written here because the SDK's helpers for this and for the
+ * message below are internal modules, not its API: a minor release may move them.
+ */
+function isJsonContentType(header: string | null): boolean {
+  return header?.split(';', 1)[0]?.trim().toLowerCase() === 'application/json';
+}
+
+/** The transport's 413 message, word for word. */
+const tooLargeMessage = (limit: number): string =>
+  `Payload Too Large: Request body must not exceed ${limit} bytes`;
+
 /** A JSON-RPC error answer as the SDK transport writes it (`id: null`: no request was read). */
 function jsonRpcError(status: number, code: number, message: string): Response {
   return new Response(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }), {
@@ -74,7 +85,7 @@ async function preparsedBody(
     text = await readBody(limit);
   } catch (error) {
     if (error instanceof GatehouseError && error.code === 'payload_too_large') {
-      return jsonRpcError(413, -32000, requestBodyTooLargeMessage(limit));
+      return jsonRpcError(413, -32000, tooLargeMessage(limit));
     }
     return jsonRpcError(400, -32700, 'Parse error: Invalid JSON');
   }
