@@ -27,6 +27,11 @@ export const LIMITS = {
 
 const utf8 = new TextEncoder();
 
+/** Whether `text` takes at most `limit` bytes as UTF-8; without encoding it when it surely fits (≤ 3 bytes per UTF-16 unit). */
+function fitsUtf8(text: string, limit: number): boolean {
+  return text.length * 3 <= limit || utf8.encode(text).byteLength <= limit;
+}
+
 /**
  * What makes `value` unfit for the history: nesting deeper than `depth` (`{}` is 1), or a number
  * JSON cannot carry (`1e400` parses to Infinity, which the canonical hash refuses). Stops
@@ -55,7 +60,7 @@ function jsonObject(what: string) {
       });
     } else if (problem === 'number') {
       ctx.addIssue({ code: 'custom', message: `${what} must hold only finite numbers (1e400 is too large)` });
-    } else if (utf8.encode(JSON.stringify(o)).byteLength > LIMITS.objectBytes) {
+    } else if (!fitsUtf8(JSON.stringify(o), LIMITS.objectBytes)) {
       ctx.addIssue({
         code: 'custom',
         message: `${what} must be at most ${LIMITS.objectBytes} bytes of JSON`,
@@ -105,7 +110,7 @@ export type Verdict = z.infer<typeof VerdictSchema>;
 export const RecordStateInputSchema = z.strictObject({
   session_id: SessionIdSchema,
   key: z.string().max(LIMITS.key * 2, `key must be at most ${LIMITS.key} characters`),
-  value: storableText('value').refine((v) => utf8.encode(v).byteLength <= LIMITS.valueBytes, {
+  value: storableText('value').refine((v) => fitsUtf8(v, LIMITS.valueBytes), {
     message: `value must be at most ${LIMITS.valueBytes} bytes`,
   }),
   type: z.string().min(1, 'type must not be empty').max(64),

@@ -169,7 +169,7 @@ class SqliteStoreImpl implements SqliteStore {
    *   `total_changes()` moves past the count (raw SQL on `database`, a rolled-back transaction).
    * Either empties the whole cache; the store's own item writes drop their session's entry.
    */
-  readonly #itemsCache = new Map<string, unknown[][]>();
+  readonly #itemsCache = new Map<string, readonly StateItem[]>();
   /** Active API keys, trusted under the items cache's rule (another connection's commit clears it). */
   readonly #keyCache = new ApiKeyCache();
   #expectedChanges = -1;
@@ -275,15 +275,17 @@ class SqliteStoreImpl implements SqliteStore {
   #listItemsCached(tenantId: string, sessionId: string): StateItem[] {
     this.#validateItemsCache();
     const key = sessionCacheKey(tenantId, sessionId);
-    let rows = this.#itemsCache.get(key);
-    if (!rows) {
-      rows = this.#statement(sql.listSessionItems).rows(tenantId, sessionId);
+    let items = this.#itemsCache.get(key);
+    if (!items) {
+      // Frozen: every caller gets the same objects (and the gate's views of them stay cached).
+      items = itemsFromRows(sessionId, this.#statement(sql.listSessionItems).rows(tenantId, sessionId));
+      for (const item of items) Object.freeze(Object.freeze(item).metadata);
       if (this.#itemsCache.size >= ITEMS_CACHE_SESSIONS) {
         this.#itemsCache.delete(this.#itemsCache.keys().next().value!);
       }
-      this.#itemsCache.set(key, rows);
+      this.#itemsCache.set(key, items);
     }
-    return itemsFromRows(sessionId, rows);
+    return items.slice();
   }
 
   #serial<T>(fn: () => Promise<T> | T): Promise<T> {

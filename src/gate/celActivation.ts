@@ -85,6 +85,9 @@ export interface CelActivation {
   now: Date;
 }
 
+/** CEL wrappers of frozen state views (cached ones, see `gateStateOf`): built once per view. */
+const celItems = new WeakMap<StateView, CelStateItem>();
+
 /**
  * Builds the CEL variables of one evaluation. Programs that iterate run on its
  * {@link meteredActivation} instead, within {@link CEL_COST_LIMIT}.
@@ -94,7 +97,13 @@ export function createActivation(input: GateInput): CelActivation {
   const state: Record<string, CelStateItem> = Object.create(null);
   for (const key of Object.keys(input.state)) {
     const item = input.state[key];
-    if (item !== undefined) state[key] = new CelStateItem(item);
+    if (item === undefined) continue;
+    let celItem = celItems.get(item);
+    if (!celItem) {
+      celItem = new CelStateItem(item);
+      if (Object.isFrozen(item)) celItems.set(item, celItem);
+    }
+    state[key] = celItem;
   }
   return {
     action: input.action,

@@ -28,13 +28,27 @@ export function stateViewOf(item: StateItem): StateView {
 }
 
 /**
+ * Views of items already seen: a store that caches a session's items (SQLite) hands out the same
+ * frozen objects on every evaluation, and their views need not be built again each time.
+ */
+const views = new WeakMap<StateItem, StateView>();
+
+/**
  * A session's current items as the gate's `state`, by key.
  * @example
  * policy.evaluate({ action, params, context, state: gateStateOf(items), conflicts: [], now });
  */
 export function gateStateOf(items: readonly StateItem[]): Record<string, StateView> {
   const state: Record<string, StateView> = {};
-  for (const item of items) state[item.key] = stateViewOf(item);
+  for (const item of items) {
+    let view = views.get(item);
+    if (!view) {
+      view = stateViewOf(item);
+      // Only a frozen item cannot change behind its cached view.
+      if (Object.isFrozen(item)) views.set(item, Object.freeze(view));
+    }
+    state[item.key] = view;
+  }
   return state;
 }
 

@@ -188,7 +188,9 @@ export function stateOperations(
     },
 
     async listItems(sessionId, ctx) {
-      return store.listItems(tenantOf(ctx), parseSession(sessionId));
+      const items = await store.listItems(tenantOf(ctx), parseSession(sessionId));
+      // A store may hand out its cached, frozen items: the caller gets its own copies.
+      return items.map((item) => ({ ...item, metadata: { ...item.metadata } }));
     },
 
     async listConflicts(query = {}, ctx) {
