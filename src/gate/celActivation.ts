@@ -87,16 +87,32 @@ export interface CelActivation {
 
 /** CEL wrappers of frozen state views (cached ones, see `gateStateOf`): built once per view. */
 const celItems = new WeakMap<StateView, CelStateItem>();
+/** CEL `state` records of frozen gate states (shared by every evaluation of the same items). */
+const celStates = new WeakMap<Record<string, StateView>, Record<string, CelStateItem>>();
 
 /**
  * Builds the CEL variables of one evaluation. Programs that iterate run on its
  * {@link meteredActivation} instead, within {@link CEL_COST_LIMIT}.
  */
 export function createActivation(input: GateInput): CelActivation {
+  return {
+    action: input.action,
+    params: input.params,
+    context: input.context,
+    state: celStateOf(input.state),
+    conflicts: input.conflicts.map((conflict) => new CelConflict(conflict)),
+    now: input.now,
+  };
+}
+
+function celStateOf(gateState: GateInput['state']): Record<string, CelStateItem> {
+  const shared = Object.isFrozen(gateState);
+  let state = shared ? celStates.get(gateState) : undefined;
+  if (state) return state;
   // A null-prototype record: a key can never resolve to an inherited property.
-  const state: Record<string, CelStateItem> = Object.create(null);
-  for (const key of Object.keys(input.state)) {
-    const item = input.state[key];
+  state = Object.create(null) as Record<string, CelStateItem>;
+  for (const key of Object.keys(gateState)) {
+    const item = gateState[key];
     if (item === undefined) continue;
     let celItem = celItems.get(item);
     if (!celItem) {
@@ -105,12 +121,6 @@ export function createActivation(input: GateInput): CelActivation {
     }
     state[key] = celItem;
   }
-  return {
-    action: input.action,
-    params: input.params,
-    context: input.context,
-    state,
-    conflicts: input.conflicts.map((conflict) => new CelConflict(conflict)),
-    now: input.now,
-  };
+  if (shared) celStates.set(gateState, Object.freeze(state));
+  return state;
 }

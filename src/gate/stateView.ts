@@ -32,23 +32,38 @@ export function stateViewOf(item: StateItem): StateView {
  * frozen objects on every evaluation, and their views need not be built again each time.
  */
 const views = new WeakMap<StateItem, StateView>();
+/** The last state built from frozen items, by its first item: reused while the items are the same objects. */
+const states = new WeakMap<StateItem, { items: readonly StateItem[]; state: Record<string, StateView> }>();
+
+function sameItems(a: readonly StateItem[], b: readonly StateItem[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let n = 0; n < a.length; n += 1) if (a[n] !== b[n]) return false;
+  return true;
+}
 
 /**
- * A session's current items as the gate's `state`, by key.
+ * A session's current items as the gate's `state`, by key. Given the frozen items of a store's
+ * cache, the result is frozen too and shared by every evaluation of those items.
  * @example
  * policy.evaluate({ action, params, context, state: gateStateOf(items), conflicts: [], now });
  */
 export function gateStateOf(items: readonly StateItem[]): Record<string, StateView> {
+  const first = items[0];
+  const cached = first === undefined ? undefined : states.get(first);
+  if (cached && sameItems(cached.items, items)) return cached.state;
   const state: Record<string, StateView> = {};
+  let frozen = true;
   for (const item of items) {
     let view = views.get(item);
     if (!view) {
       view = stateViewOf(item);
       // Only a frozen item cannot change behind its cached view.
       if (Object.isFrozen(item)) views.set(item, Object.freeze(view));
+      else frozen = false;
     }
     state[item.key] = view;
   }
+  if (frozen && first !== undefined) states.set(first, { items: items.slice(), state: Object.freeze(state) });
   return state;
 }
 
