@@ -104,16 +104,26 @@ export function checkOpenConflicts(
   };
 }
 
+/** Conflicted keys of frozen (shared, see `gateStateOf`) states. */
+const conflictedOfState = new WeakMap<Record<string, StateView>, ReadonlySet<string>>();
+
 /** The keys with an unresolved conflict: conflict records plus items marked `conflicted`. */
 export function conflictedKeysOf(
   state: Record<string, StateView>,
   conflicts: readonly ConflictView[],
-): Set<string> {
-  const keys = new Set<string>();
-  for (const conflict of conflicts) keys.add(conflict.key);
-  for (const key of Object.keys(state)) {
-    if (state[key]?.status === 'conflicted') keys.add(key);
+): ReadonlySet<string> {
+  let marked = conflictedOfState.get(state);
+  if (!marked) {
+    const keys = new Set<string>();
+    for (const key of Object.keys(state)) {
+      if (state[key]?.status === 'conflicted') keys.add(key);
+    }
+    marked = keys;
+    if (Object.isFrozen(state)) conflictedOfState.set(state, marked);
   }
+  if (conflicts.length === 0) return marked;
+  const keys = new Set(marked);
+  for (const conflict of conflicts) keys.add(conflict.key);
   return keys;
 }
 
