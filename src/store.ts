@@ -347,6 +347,13 @@ export interface TransactionOptions {
    * alone. A transaction that appends to another tenant's chain is refused.
    */
   tenantId?: string;
+  /**
+   * `fn` only reads and writes through its `tx` (no effect outside it but scheduling), so a
+   * store may run it again after undoing it: a group-committing store then needs no savepoint of
+   * its own for it, and undoes a failed neighbour by running the others again.
+   * @default false
+   */
+  rerunnable?: boolean;
 }
 
 /** A Gatehouse database. */

@@ -22,6 +22,8 @@ import type { ChainHead, StoredWebhook, StoreTx, TransactionOptions } from '../.
 export interface BatchMember {
   readonly fn: (tx: StoreTx) => Promise<unknown>;
   readonly tenantId: string | undefined;
+  /** `fn` may run again (see {@link TransactionOptions.rerunnable}): it needs no savepoint of its own. */
+  readonly rerunnable?: boolean | undefined;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -143,25 +145,39 @@ export async function runBatch(
       for (const m of pending) m.reject(error);
       return;
     }
-    // One member alone needs no savepoint: its failure is the transaction's.
-    const savepoints = pending.length > 1;
+    // One member alone needs no savepoint: its failure is the transaction's. Rerunnable members
+    // in a row share one: when one of them fails, the run is undone to it and its others run again.
+    const useSavepoints = pending.length > 1;
+    const queue = [...pending];
     const done: { member: BatchMember; result: unknown }[] = [];
     let restart: readonly BatchMember[] = [];
     let open = true;
-    for (let i = 0; i < pending.length; i += 1) {
-      const member = pending[i]!;
-      const before = savepoints ? copyCache(cache.current) : cache.current;
+    let savepointOpen = false;
+    /** Where the open savepoint was taken: the queue index, the results so far, the cache. */
+    let mark = { index: 0, done: 0, cache: cache.current };
+    for (let i = 0; i < queue.length; i += 1) {
+      const member = queue[i]!;
+      const startsRun = !member.rerunnable || i === 0 || !queue[i - 1]!.rerunnable || mark.index > i;
       try {
-        // Released before the next one opens: SQLite tracks pages per open savepoint, so nested ones slow every write.
-        if (savepoints) await connection.savepoint(i === 0);
+        if (useSavepoints && startsRun) {
+          // Released before the next one opens: SQLite tracks pages per open savepoint, so nested ones slow every write.
+          await connection.savepoint(!savepointOpen);
+          savepointOpen = true;
+          mark = { index: i, done: done.length, cache: copyCache(cache.current) };
+        }
         done.push({ member, result: await member.fn(tx) });
       } catch (error) {
         member.reject(error);
         options.onRolledBack?.();
-        if (savepoints && connection.isOpen()) {
+        if (savepointOpen && connection.isOpen()) {
           try {
             await connection.rollbackToSavepoint();
-            cache.current = before;
+            // The failed member leaves the batch; the rerunnable ones before it since the savepoint run again.
+            queue.splice(i, 1);
+            done.length = mark.done;
+            cache.current = copyCache(mark.cache);
+            i = mark.index - 1;
+            mark = { ...mark, index: Number.POSITIVE_INFINITY };
             continue;
           } catch {
             // The transaction is lost: below.
@@ -174,7 +190,7 @@ export async function runBatch(
           { cause: error },
         );
         for (const d of done) d.member.reject(lost);
-        restart = pending.slice(i + 1);
+        restart = queue.slice(i + 1);
         break;
       }
     }
@@ -240,6 +256,7 @@ export class GroupCommitQueue {
       this.#queue.push({
         fn,
         tenantId: options?.tenantId,
+        rerunnable: options?.rerunnable,
         resolve: resolve as (value: unknown) => void,
         reject,
       });

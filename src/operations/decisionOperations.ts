@@ -71,20 +71,18 @@ export function decisionOperations(
         });
       }
       const masked = maskDecision(decision, secrets);
-      await tenantTransaction(tenantId, (tx) =>
-        append(tx, tenantId, [
-          {
-            type: 'gate_evaluation',
-            session_id: input.session_id,
-            decision_id: decision.decision_id,
-            data: {
-              ...masked,
-              params: maskSecrets(params, 'params', secrets),
-              context: maskSecrets(context, 'context', secrets),
-            },
-          },
-        ]),
-      );
+      const event = {
+        type: 'gate_evaluation',
+        session_id: input.session_id,
+        decision_id: decision.decision_id,
+        data: {
+          ...masked,
+          params: maskSecrets(params, 'params', secrets),
+          context: maskSecrets(context, 'context', secrets),
+        },
+      } as const;
+      // Only the append runs in the transaction: it may run again (group commit), it has no other effect.
+      await tenantTransaction(tenantId, (tx) => append(tx, tenantId, [event]), { rerunnable: true });
       return masked;
     },
 

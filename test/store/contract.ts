@@ -771,6 +771,71 @@ export function runStoreContract(factory: StoreFactory): void {
         expect((await sessionsOf('default')).at(-1)).toEqual([3, 's1']);
       });
 
+      it('undoes a failing rerunnable caller by running its rerunnable neighbours again, in order', async () => {
+        const rerunnable = (fn: (tx: StoreTx) => Promise<unknown>) =>
+          store.transaction(fn, { tenantId: 'default', rerunnable: true });
+        const failing = (session: string) =>
+          rerunnable(async (tx) => {
+            await appendOne(tx, 'default', session);
+            await tx.insertItemVersion('default', {
+              session_id: session,
+              key: 'a.b',
+              value: 'v',
+              type: 'fact',
+              source: 'user_input',
+              trust: 3,
+              sensitivity: 'public',
+              category: 'a',
+              version: 1,
+              status: 'current',
+              metadata: {},
+              updated_at: clock().toISOString(),
+            });
+            throw new Error(`boom ${session}`);
+          });
+        const results = await Promise.allSettled([
+          rerunnable((tx) => appendOne(tx, 'default', 'r1')),
+          rerunnable((tx) => appendOne(tx, 'default', 'r2')),
+          failing('bad1'),
+          rerunnable((tx) => appendOne(tx, 'default', 'r3')),
+          store.transaction((tx) => appendOne(tx, 'default', 'n1'), { tenantId: 'default' }),
+          failing('bad2'),
+          rerunnable((tx) => appendOne(tx, 'default', 'r4')),
+        ]);
+        expect(results.map((r) => r.status)).toEqual([
+          'fulfilled',
+          'fulfilled',
+          'rejected',
+          'fulfilled',
+          'fulfilled',
+          'rejected',
+          'fulfilled',
+        ]);
+        expect((results[2] as PromiseRejectedResult).reason).toMatchObject({ message: 'boom bad1' });
+        expect((results[5] as PromiseRejectedResult).reason).toMatchObject({ message: 'boom bad2' });
+        // What each caller got is what was committed: the event it returned is in the chain.
+        const committed = (await gh.readHistory({ order: 'asc' })).events;
+        for (const r of results) {
+          if (r.status === 'fulfilled') {
+            const e = r.value as StoredEvent;
+            expect(committed.find((c) => c.seq === e.seq)).toMatchObject({
+              event_id: e.event_id,
+              hash: e.hash,
+            });
+          }
+        }
+        expect(await sessionsOf('default')).toEqual([
+          [1, 'r1'],
+          [2, 'r2'],
+          [3, 'r3'],
+          [4, 'n1'],
+          [5, 'r4'],
+        ]);
+        expect(await store.getItem('default', 'bad1', 'a.b')).toBeNull();
+        expect(await store.getItem('default', 'bad2', 'a.b')).toBeNull();
+        expect((await gh.verifyHistory()).ok).toBe(true);
+      });
+
       it("sees the webhook changes of earlier callers in the batch, and not a failed caller's", async () => {
         const w = await gh.createWebhook({ url: 'https://hooks.example.com/g', events: ['*'] });
         const status = async (tx: StoreTx) => (await tx.listWebhooks('default')).map((x) => x.status);
