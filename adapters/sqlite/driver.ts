@@ -165,6 +165,29 @@ export function sqliteWritesInProcess(): number {
   return writes;
 }
 
+/** `statement`, counting its runs in {@link sqliteWritesInProcess} unless `sql` is a query. */
+function countingWrites(sql: string, statement: SqliteStatement): SqliteStatement {
+  if (READ_ONLY_SQL.test(sql)) return statement;
+  return {
+    run: (...params) => {
+      writes += 1;
+      return statement.run(...params);
+    },
+    get: (...params) => {
+      writes += 1;
+      return statement.get(...params);
+    },
+    all: (...params) => {
+      writes += 1;
+      return statement.all(...params);
+    },
+    rows: (...params) => {
+      writes += 1;
+      return statement.rows(...params);
+    },
+  };
+}
+
 /** Runs BEGIN/COMMIT/ROLLBACK as statements prepared once (cheaper than `exec` each time). */
 function controlStatements(db: { prepare(sql: string): { run(): unknown } }): (sql: string) => void {
   const prepared = new Map<string, { run(): unknown }>();
@@ -204,32 +227,12 @@ function openWithNodeSqlite(
         }
         return arrays.all(...params) as unknown as unknown[][];
       };
-      if (READ_ONLY_SQL.test(sql)) {
-        return {
-          run: (...params) => ({ changes: Number(stmt.run(...params).changes) }),
-          get: (...params) => stmt.get(...params),
-          all: (...params) => stmt.all(...params),
-          rows: (...params) => arrayRows(params),
-        };
-      }
-      return {
-        run: (...params) => {
-          writes += 1;
-          return { changes: Number(stmt.run(...params).changes) };
-        },
-        get: (...params) => {
-          writes += 1;
-          return stmt.get(...params);
-        },
-        all: (...params) => {
-          writes += 1;
-          return stmt.all(...params);
-        },
-        rows: (...params) => {
-          writes += 1;
-          return arrayRows(params);
-        },
-      };
+      return countingWrites(sql, {
+        run: (...params) => ({ changes: Number(stmt.run(...params).changes) }),
+        get: (...params) => stmt.get(...params),
+        all: (...params) => stmt.all(...params),
+        rows: (...params) => arrayRows(params),
+      });
     },
     exec: (sql) => {
       writes += 1;
@@ -270,32 +273,12 @@ function openWithBetterSqlite3(
         arrays ??= db.prepare(sql).raw(true);
         return arrays.all(...params) as unknown as unknown[][];
       };
-      if (READ_ONLY_SQL.test(sql)) {
-        return {
-          run: (...params) => stmt.run(...params),
-          get: (...params) => stmt.get(...params),
-          all: (...params) => stmt.all(...params),
-          rows: (...params) => rows(params),
-        };
-      }
-      return {
-        run: (...params) => {
-          writes += 1;
-          return stmt.run(...params);
-        },
-        get: (...params) => {
-          writes += 1;
-          return stmt.get(...params);
-        },
-        all: (...params) => {
-          writes += 1;
-          return stmt.all(...params);
-        },
-        rows: (...params) => {
-          writes += 1;
-          return rows(params);
-        },
-      };
+      return countingWrites(sql, {
+        run: (...params) => stmt.run(...params),
+        get: (...params) => stmt.get(...params),
+        all: (...params) => stmt.all(...params),
+        rows: (...params) => rows(params),
+      });
     },
     exec: (sql) => {
       writes += 1;

@@ -10,6 +10,7 @@ import {
   type Gatehouse,
   GatehouseError,
   hashEvent,
+  type StateItem,
   type Store,
   type StoredEvent,
   type StoredWebhook,
@@ -58,6 +59,24 @@ async function expectCode(promise: Promise<unknown>, code: string) {
 }
 
 /** Registers the whole contract for one store kind. */
+/** A first version of item `a.b` in `sessionId`, as a transaction writes it. */
+function storedItem(sessionId: string, clock: () => Date): StateItem {
+  return {
+    session_id: sessionId,
+    key: 'a.b',
+    value: 'v',
+    type: 'fact',
+    source: 'user_input',
+    trust: 3,
+    sensitivity: 'public',
+    category: 'a',
+    version: 1,
+    status: 'current',
+    metadata: {},
+    updated_at: clock().toISOString(),
+  };
+}
+
 export function runStoreContract(factory: StoreFactory): void {
   describe(`Store contract: ${factory.name}`, () => {
     let store: Store;
@@ -371,20 +390,7 @@ export function runStoreContract(factory: StoreFactory): void {
       it('a failed transaction leaves nothing behind', async () => {
         await expect(
           store.transaction(async (tx) => {
-            await tx.insertItemVersion('default', {
-              session_id: 's1',
-              key: 'a.b',
-              value: 'v',
-              type: 'fact',
-              source: 'user_input',
-              trust: 3,
-              sensitivity: 'public',
-              category: 'a',
-              version: 1,
-              status: 'current',
-              metadata: {},
-              updated_at: clock().toISOString(),
-            });
+            await tx.insertItemVersion('default', storedItem('s1', clock));
             throw new Error('boom');
           }),
         ).rejects.toThrow('boom');
@@ -728,20 +734,7 @@ export function runStoreContract(factory: StoreFactory): void {
           declared('t2', (tx) => appendOne(tx, 't2', 'other-1')),
           declared('default', async (tx) => {
             await appendOne(tx, 'default', 'failed');
-            await tx.insertItemVersion('default', {
-              session_id: 's1',
-              key: 'a.b',
-              value: 'v',
-              type: 'fact',
-              source: 'user_input',
-              trust: 3,
-              sensitivity: 'public',
-              category: 'a',
-              version: 1,
-              status: 'current',
-              metadata: {},
-              updated_at: clock().toISOString(),
-            });
+            await tx.insertItemVersion('default', storedItem('s1', clock));
             throw new Error('boom');
           }),
           declared('default', (tx) => appendOne(tx, 'default', 'second')),
@@ -777,20 +770,7 @@ export function runStoreContract(factory: StoreFactory): void {
         const failing = (session: string) =>
           rerunnable(async (tx) => {
             await appendOne(tx, 'default', session);
-            await tx.insertItemVersion('default', {
-              session_id: session,
-              key: 'a.b',
-              value: 'v',
-              type: 'fact',
-              source: 'user_input',
-              trust: 3,
-              sensitivity: 'public',
-              category: 'a',
-              version: 1,
-              status: 'current',
-              metadata: {},
-              updated_at: clock().toISOString(),
-            });
+            await tx.insertItemVersion('default', storedItem(session, clock));
             throw new Error(`boom ${session}`);
           });
         const results = await Promise.allSettled([
