@@ -20,7 +20,7 @@ const CORE_LIBRARIES = [
   'zod',
   'yaml',
   'picomatch',
-  'canonicalize',
+  'safe-stable-stringify',
   'ulid',
   '@marcbachmann/cel-js',
   'standardwebhooks',
