@@ -134,6 +134,8 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   // the lease. A lease too short for that claims no more than the free slots.
   const waitAllowedMs = leaseMs - timeoutMs - LEASE_MARGIN_MS;
   const maxHeld = waitAllowedMs > 0 ? concurrency * HELD_PER_SLOT : concurrency;
+  /** A claim waits for this much room, so that each one takes many deliveries. */
+  const claimBatch = Math.max(concurrency, maxHeld / 2);
   const ownAgent = options.dispatcher
     ? undefined
     : createWebhookAgent({
@@ -356,7 +358,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
    */
   function claimable(): number {
     const room = maxHeld - held();
-    if (room >= concurrency || (room > 0 && waiting.length === 0)) return room;
+    if (room >= claimBatch || (room > 0 && waiting.length === 0)) return room;
     return 0;
   }
 
