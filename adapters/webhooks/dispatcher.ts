@@ -154,6 +154,10 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   const outcomes: Outcome[] = [];
   let recording = 0;
   let flushing: Promise<void> | undefined;
+  /** Attempts started, for drain()'s count. */
+  let launched = 0;
+  /** Leases being given back: a drain waits for them, since they make deliveries due again. */
+  const releasing = new Set<Promise<void>>();
   let running = false;
   let closed = false;
   let loop: Promise<void> | undefined;
@@ -310,10 +314,19 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     if (items.length === 0) return;
     const gone = new Set(items);
     waiting = waiting.filter((h) => !gone.has(h));
-    store.releaseDeliveries(items.map((h) => h.lease)).catch(report);
+    release(items);
+  }
+
+  function release(items: readonly Held[]): void {
+    const p = store
+      .releaseDeliveries(items.map((h) => h.lease))
+      .catch(report)
+      .finally(() => releasing.delete(p));
+    releasing.add(p);
   }
 
   function launch(h: Held): void {
+    launched += 1;
     const p = inDeliverySpan(h.claimed, () => attempt(h.claimed))
       .then(record, report)
       .finally(() => {
@@ -332,7 +345,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
       if (clock().getTime() > h.startBy) late.push(h);
       else launch(h);
     }
-    if (late.length > 0) store.releaseDeliveries(late.map((h) => h.lease)).catch(report);
+    if (late.length > 0) release(late);
   }
 
   /** Claims up to `limit` due deliveries into the waiting line and starts what slots allow. */
@@ -403,15 +416,15 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
 
   /** Resolves once an attempt in flight or a recording has finished (at once if one already has). */
   async function anySettled(): Promise<void> {
-    const pending: Array<Promise<unknown>> = [...slots];
+    const pending: Array<Promise<unknown>> = [...slots, ...releasing];
     if (flushing) pending.push(flushing);
     if (pending.length > 0) await Promise.race(pending);
   }
 
   /** Resolves once nothing is in flight or waiting to be recorded. */
   async function settled(): Promise<void> {
-    while (slots.size > 0 || flushing) {
-      await Promise.allSettled([...slots]);
+    while (slots.size > 0 || flushing || releasing.size > 0) {
+      await Promise.allSettled([...slots, ...releasing]);
       if (flushing) await flushing;
     }
   }
@@ -427,12 +440,12 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
       else woken = true;
     },
     async drain() {
-      let total = 0;
+      const before = launched;
       for (;;) {
-        const limit = claimable();
+        // Once closed, only what is in flight is seen through.
+        const limit = closed ? 0 : claimable();
         const got = limit > 0 ? await claim(limit) : 0;
-        total += got;
-        if (got === 0 && held() === 0) return total;
+        if (got === 0 && held() === 0 && releasing.size === 0) return launched - before;
         if (got < limit && waiting.length === 0) await settled();
         else await anySettled();
       }
