@@ -44,7 +44,11 @@ export interface WebhookDispatcherOptions {
   clock?: () => Date;
   /** @default Math.random */
   random?: () => number;
-  /** Attempts in flight at once. @default 8 */
+  /**
+   * Attempts in flight at once. The sender holds leases on at most 4 deliveries per slot (in
+   * flight, claimed for the next free slot, or being recorded): after a crash, those wait for
+   * their lease to end. @default 8
+   */
   concurrency?: number;
   /** How long a claimed delivery is reserved for this instance. @default 60 s */
   leaseMs?: number;
