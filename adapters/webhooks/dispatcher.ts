@@ -91,7 +91,7 @@ const HELD_PER_SLOT = 4;
 const LEASE_MARGIN_MS = 5_000;
 
 /** Most outcomes recorded by one commit. */
-const RECORD_BATCH_MAX = 256;
+const RECORD_BATCH_MAX = 64;
 
 /** A claimed delivery waiting for a slot. */
 interface Held {
