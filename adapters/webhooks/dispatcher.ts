@@ -343,6 +343,8 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
 
   /** Starts waiting deliveries while slots are free; one waited too long goes back to the outbox. */
   function startWaiting(): void {
+    // Once closed, what waits is given back, not started.
+    if (closed) return;
     const late: Held[] = [];
     while (slots.size < concurrency && waiting.length > 0) {
       const h = waiting.shift()!;
@@ -358,15 +360,19 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     const leaseUntil = new Date(now.getTime() + leaseMs).toISOString();
     const claimed = await store.claimDueDeliveries({ now: now.toISOString(), leaseUntil, limit });
     const startBy = waitAllowedMs > 0 ? now.getTime() + waitAllowedMs : Number.POSITIVE_INFINITY;
-    for (const c of claimed) {
-      waiting.push({
-        claimed: c,
-        lease: { tenantId: c.tenant_id, deliveryId: c.delivery.delivery_id, leaseUntil },
-        startBy,
-      });
+    const got = claimed.map((c) => ({
+      claimed: c,
+      lease: { tenantId: c.tenant_id, deliveryId: c.delivery.delivery_id, leaseUntil },
+      startBy,
+    }));
+    // Closed while this claim ran: straight back, like everything else that had not started.
+    if (closed) {
+      if (got.length > 0) release(got);
+      return 0;
     }
+    waiting.push(...got);
     startWaiting();
-    return claimed.length;
+    return got.length;
   }
 
   /**
@@ -458,7 +464,9 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
       if (closed) return;
       closed = true;
       running = false;
-      wakeUp?.();
+      // A loop about to sleep must not: it sees `woken` and returns at once.
+      if (wakeUp) wakeUp();
+      else woken = true;
       progressed();
       await loop;
       // Claimed but never started: due again now, for the next instance (or this one restarted).
