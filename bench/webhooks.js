@@ -2,8 +2,9 @@
 // `urlPolicy: { allowInsecureLoopback: true }`) delivers to a loopback receiver in another
 // process, against a bare undici POST loop of the same payloads at the same concurrency (8);
 // and the time from `evaluate` to the receiver holding the event, at a light steady rate.
+// Both sides are warmed up first and each timed run opens its own connections.
 
-import { request } from 'undici';
+import { Agent, request } from 'undici';
 import { startServer } from './lib/child.js';
 import { load, scratchDir } from './lib/env.js';
 import { summarize } from './lib/measure.js';
@@ -53,55 +54,77 @@ export async function run({ quick }) {
         },
       });
 
-    // Drain: a backlog of N events queued while no dispatcher runs, then delivered as fast as it can.
-    const backlog = quick ? 600 : 2000;
-    for (let i = 0; i < backlog; i += 1) await gatehouse.evaluate(requests[i % requests.length]);
-    dispatcher = newDispatcher();
-    const drainStart = performance.now();
-    const drained = new Promise((resolve) => {
-      onDelivered = () => delivered >= backlog && resolve();
-    });
-    dispatcher.start();
-    let giveUp;
-    await Promise.race([drained, new Promise((resolve) => (giveUp = setTimeout(resolve, 120_000)))]);
-    clearTimeout(giveUp);
-    const drainMs = performance.now() - drainStart;
-    if (delivered < backlog)
-      throw new Error(`only ${delivered} of ${backlog} deliveries in 120 s (${failed} failed)`);
-
-    // The same payloads, signed the same way, POSTed by a bare undici loop with 8 in flight.
-    const claimedLike = await store.queryEvents('default', {
-      type: 'gate_evaluation',
-      order: 'desc',
-      limit: 200,
-    });
-    const payloads = claimedLike.map((e) => {
-      const { decision_id: _d, ...event } = e;
-      return { id: e.event_id, body: core.buildWebhookPayload(event) };
-    });
+    // The same payloads, signed the same way, POSTed by a bare undici loop with 8 in flight, each
+    // run through its own fresh Agent (new connections), as each dispatcher has its own.
     const secret = 'whsec_' + Buffer.alloc(32, 7).toString('base64');
-    let sent = 0;
-    const bareStart = performance.now();
-    await Promise.all(
-      Array.from({ length: 8 }, async () => {
-        while (sent < backlog) {
-          const p = payloads[sent++ % payloads.length];
-          const ts = Math.floor(Date.now() / 1000);
-          const res = await request(`${receiver.url}/hook`, {
-            method: 'POST',
-            body: p.body,
-            headers: {
-              'content-type': 'application/json',
-              'webhook-id': p.id,
-              'webhook-timestamp': String(ts),
-              'webhook-signature': core.webhookSignatureHeader([secret], p.id, ts, p.body),
-            },
-          });
-          await res.body.dump();
-        }
-      }),
-    );
-    const bareMs = performance.now() - bareStart;
+    const bareLoop = async (count) => {
+      const recent = await store.queryEvents('default', {
+        type: 'gate_evaluation',
+        order: 'desc',
+        limit: 200,
+      });
+      const payloads = recent.map((e) => {
+        const { decision_id: _d, ...event } = e;
+        return { id: e.event_id, body: core.buildWebhookPayload(event) };
+      });
+      const agent = new Agent({ keepAliveTimeout: 4_000 });
+      let sent = 0;
+      const start = performance.now();
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (sent < count) {
+            const p = payloads[sent++ % payloads.length];
+            const ts = Math.floor(Date.now() / 1000);
+            const res = await request(`${receiver.url}/hook`, {
+              method: 'POST',
+              body: p.body,
+              dispatcher: agent,
+              headers: {
+                'content-type': 'application/json',
+                'webhook-id': p.id,
+                'webhook-timestamp': String(ts),
+                'webhook-signature': core.webhookSignatureHeader([secret], p.id, ts, p.body),
+              },
+            });
+            await res.body.dump();
+          }
+        }),
+      );
+      const ms = performance.now() - start;
+      await agent.close();
+      return ms;
+    };
+
+    // Drain: a backlog of N events queued while no dispatcher runs, then delivered as fast as one
+    // (a new dispatcher, so new connections) can.
+    const drainBacklog = async (count) => {
+      for (let i = 0; i < count; i += 1) await gatehouse.evaluate(requests[i % requests.length]);
+      delivered = 0;
+      dispatcher = newDispatcher();
+      const start = performance.now();
+      const drained = new Promise((resolve) => {
+        onDelivered = () => delivered >= count && resolve();
+      });
+      dispatcher.start();
+      let giveUp;
+      await Promise.race([drained, new Promise((resolve) => (giveUp = setTimeout(resolve, 120_000)))]);
+      clearTimeout(giveUp);
+      const ms = performance.now() - start;
+      if (delivered < count)
+        throw new Error(`only ${delivered} of ${count} deliveries in 120 s (${failed} failed)`);
+      return ms;
+    };
+
+    // Warm-up, untimed: both paths once, so that neither is measured with cold code (a run of a few
+    // hundred requests is otherwise mostly JIT compilation, and whichever ran second had it done).
+    const warm = quick ? 300 : 600;
+    await drainBacklog(warm);
+    await dispatcher.close(5000);
+    await bareLoop(warm);
+
+    const backlog = quick ? 600 : 2000;
+    const drainMs = await drainBacklog(backlog);
+    const bareMs = await bareLoop(backlog);
 
     // Latency: one evaluate every 20 ms, each timed from the call to the receiver's arrival.
     const samples = quick ? 100 : 300;

@@ -92,6 +92,21 @@ export interface DeliveryAttempt {
   updated_at: string;
 }
 
+/** One attempt's outcome for {@link OutboxStore.recordDeliveryAttempts}. */
+export interface RecordedDeliveryAttempt {
+  tenantId: string;
+  deliveryId: string;
+  attempt: DeliveryAttempt;
+}
+
+/** A claimed delivery's lease, as {@link OutboxStore.claimDueDeliveries} gave it. */
+export interface DeliveryLease {
+  tenantId: string;
+  deliveryId: string;
+  /** The `leaseUntil` it was claimed with. */
+  leaseUntil: string;
+}
+
 /** An API key as stored: the SHA-256 of the secret, never the secret. */
 export interface StoredApiKey extends ApiKey {
   hash: string;
@@ -293,6 +308,17 @@ export interface OutboxStore {
   claimDueDeliveries(options: { now: string; leaseUntil: string; limit: number }): Promise<ClaimedDelivery[]>;
   /** Records an attempt's outcome and releases the lease. */
   recordDeliveryAttempt(tenantId: string, deliveryId: string, attempt: DeliveryAttempt): Promise<void>;
+  /**
+   * Records several attempts' outcomes as {@link recordDeliveryAttempt} would, with one commit
+   * (a sender records the answers of one moment together).
+   */
+  recordDeliveryAttempts(attempts: readonly RecordedDeliveryAttempt[]): Promise<void>;
+  /**
+   * Gives back claimed deliveries that were never attempted, so they are due again now. A lease
+   * is released only while it is still the one given (`lease_until` unchanged): a delivery whose
+   * lease ran out and was claimed again elsewhere keeps its new lease.
+   */
+  releaseDeliveries(leases: readonly DeliveryLease[]): Promise<void>;
   /** Marks a webhook disabled (after a 410). */
   disableWebhook(tenantId: string, webhookId: string, at: string): Promise<void>;
   /** The earliest `next_attempt_at` of a pending delivery, to sleep until then. */

@@ -292,6 +292,10 @@ export const recordDeliveryAttempt = `UPDATE deliveries SET status = ?, attempts
 
 export const nextDueAt = `SELECT min(next_attempt_at) AS t FROM deliveries WHERE status = 'pending'`;
 
+/** Only while the lease is still the one this sender was given, so a newer claim keeps its own. */
+export const releaseDelivery = `UPDATE deliveries SET lease_until = NULL
+  WHERE tenant_id = ? AND delivery_id = ? AND status = 'pending' AND lease_until = ?`;
+
 export const getApproval = 'SELECT * FROM approvals WHERE tenant_id = ? AND approval_id = ?';
 
 /** Approvals, newest first (IDs sort by creation), after `before_id` when given. */

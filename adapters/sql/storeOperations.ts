@@ -4,9 +4,11 @@
  */
 import type {
   ClaimedDelivery,
+  DeliveryAttempt,
   HistoryEvent,
   KeyStore,
   OutboxStore,
+  StoredWebhook,
   StoreReader,
   StoreTx,
 } from '../../src/index.js';
@@ -209,16 +211,23 @@ export function createSqlOutbox(db: SqlExecutor, dialect: SqlDialect): OutboxSto
       const byDue = (r: Row) => `${str(r['next_attempt_at'])}\n${str(r['delivery_id'])}`;
       claimed.sort((a, b) => (byDue(a) < byDue(b) ? -1 : byDue(a) > byDue(b) ? 1 : 0));
       const result: ClaimedDelivery[] = [];
+      // One object per webhook, shared by its deliveries (a backlog is mostly one or two hooks).
+      const parsedWebhooks = new Map<Row, StoredWebhook>();
       for (const r of claimed) {
         const tenantId = str(r['tenant_id']);
-        const webhook = webhookById.get(`${tenantId}\n${str(r['webhook_id'])}`);
+        const webhookRow = webhookById.get(`${tenantId}\n${str(r['webhook_id'])}`);
         const event = eventById.get(`${tenantId}\n${str(r['event_id'])}`);
         // Deleted between the claim and this read: its pending deliveries are gone with it.
-        if (!webhook || !event) continue;
+        if (!webhookRow || !event) continue;
+        let webhook = parsedWebhooks.get(webhookRow);
+        if (!webhook) {
+          webhook = rowToWebhook(webhookRow);
+          parsedWebhooks.set(webhookRow, webhook);
+        }
         result.push({
           tenant_id: tenantId,
           delivery: rowToDelivery(r),
-          webhook: rowToWebhook(webhook),
+          webhook,
           event: withoutDecision(rowToEvent(event)),
           traceparent: strOrNull(r['traceparent']),
         });
@@ -226,17 +235,24 @@ export function createSqlOutbox(db: SqlExecutor, dialect: SqlDialect): OutboxSto
       return result;
     },
     async recordDeliveryAttempt(tenantId, deliveryId, a) {
-      await db.run(sql.recordDeliveryAttempt, [
-        a.status,
-        a.attempts,
-        a.next_attempt_at,
-        a.last_status_code,
-        a.last_error,
-        a.delivered_at,
-        a.updated_at,
-        tenantId,
-        deliveryId,
-      ]);
+      await db.run(sql.recordDeliveryAttempt, attemptValues(tenantId, deliveryId, a));
+    },
+    // One runAll: a single statement on PostgreSQL (combined writes), the caller's transaction on
+    // SQLite (sqliteStore wraps it, so the batch costs one commit).
+    async recordDeliveryAttempts(attempts) {
+      if (attempts.length === 0) return;
+      await db.runAll(
+        attempts.map((r) => ({
+          sql: sql.recordDeliveryAttempt,
+          args: attemptValues(r.tenantId, r.deliveryId, r.attempt),
+        })),
+      );
+    },
+    async releaseDeliveries(leases) {
+      if (leases.length === 0) return;
+      await db.runAll(
+        leases.map((l) => ({ sql: sql.releaseDelivery, args: [l.tenantId, l.deliveryId, l.leaseUntil] })),
+      );
     },
     async disableWebhook(tenantId, webhookId, at) {
       await db.run(sql.disableWebhook, [at, tenantId, webhookId]);
@@ -245,6 +261,21 @@ export function createSqlOutbox(db: SqlExecutor, dialect: SqlDialect): OutboxSto
       return strOrNull((await db.get(sql.nextDueAt))!['t']);
     },
   };
+}
+
+/** The arguments of `recordDeliveryAttempt`, in its placeholders' order. */
+function attemptValues(tenantId: string, deliveryId: string, a: DeliveryAttempt): unknown[] {
+  return [
+    a.status,
+    a.attempts,
+    a.next_attempt_at,
+    a.last_status_code,
+    a.last_error,
+    a.delivered_at,
+    a.updated_at,
+    tenantId,
+    deliveryId,
+  ];
 }
 
 /** A tenant's events in seq order, a page at a time. */

@@ -288,6 +288,22 @@ class SqliteStoreImpl implements SqliteStore {
     return items.slice();
   }
 
+  /** Several writes under one BEGIN IMMEDIATE … COMMIT; call it holding the mutex. */
+  async #inWriteTransaction<T>(fn: () => Promise<T>): Promise<T> {
+    this.database.begin('IMMEDIATE');
+    try {
+      const result = await fn();
+      this.database.commit();
+      return result;
+    } catch (error) {
+      if (this.database.inTransaction) this.database.rollback();
+      // The statements counted changes that are now undone: start the caches afresh.
+      this.#itemsCache.clear();
+      this.#expectedChanges = -1;
+      throw error;
+    }
+  }
+
   #serial<T>(fn: () => Promise<T> | T): Promise<T> {
     return this.#mutex.run(fn);
   }
@@ -401,6 +417,10 @@ class SqliteStoreImpl implements SqliteStore {
     this.#serial(() => this.#outbox.claimDueDeliveries(o));
   recordDeliveryAttempt: Store['recordDeliveryAttempt'] = (t, id, a) =>
     this.#serial(() => this.#outbox.recordDeliveryAttempt(t, id, a));
+  recordDeliveryAttempts: Store['recordDeliveryAttempts'] = (attempts) =>
+    this.#serial(() => this.#inWriteTransaction(() => this.#outbox.recordDeliveryAttempts(attempts)));
+  releaseDeliveries: Store['releaseDeliveries'] = (leases) =>
+    this.#serial(() => this.#inWriteTransaction(() => this.#outbox.releaseDeliveries(leases)));
   disableWebhook: Store['disableWebhook'] = (t, id, at) =>
     this.#serial(() => this.#outbox.disableWebhook(t, id, at));
   nextDueAt: Store['nextDueAt'] = () => this.#serial(() => this.#outbox.nextDueAt());

@@ -6,20 +6,33 @@
 import { context, propagation, ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
 import { type ClaimedDelivery, inSpan, SPAN_ATTRIBUTES } from '../../src/index.js';
 
+/** Webhook URLs whose host is remembered: parsing a URL per attempt was a visible share of a drain. */
+const HOSTS_KEPT = 1024;
+const hosts = new Map<string, string | undefined>();
+
+/** The host of a webhook URL, or undefined when it does not parse. */
+function hostOf(url: string): string | undefined {
+  if (hosts.has(url)) return hosts.get(url);
+  let host: string | undefined;
+  try {
+    host = new URL(url).hostname;
+  } catch {
+    host = undefined;
+  }
+  if (hosts.size >= HOSTS_KEPT) hosts.clear();
+  hosts.set(url, host);
+  return host;
+}
+
 /** Runs one attempt in a `gatehouse.webhook.deliver` client span. */
-export function inDeliverySpan(claimed: ClaimedDelivery, fn: () => Promise<void>): Promise<void> {
+export function inDeliverySpan<T>(claimed: ClaimedDelivery, fn: () => Promise<T>): Promise<T> {
   const { delivery, webhook, event } = claimed;
   // Without a stored trace the attempt starts its own: it must not join whatever the dispatcher's
   // loop happens to run in.
   const parent = claimed.traceparent
     ? propagation.extract(ROOT_CONTEXT, { traceparent: claimed.traceparent })
     : ROOT_CONTEXT;
-  let host: string | undefined;
-  try {
-    host = new URL(webhook.url).hostname;
-  } catch {
-    host = undefined;
-  }
+  const host = hostOf(webhook.url);
   const attributes = {
     // The host only: a webhook URL's path or query may hold a token.
     ...(host === undefined ? {} : { 'server.address': host }),

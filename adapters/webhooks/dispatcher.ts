@@ -4,6 +4,12 @@
  * when its lease ends), POSTed through the SSRF-guarded agent with hard timeouts, and their
  * outcome recorded: 2xx delivered, 410 disables the endpoint, anything else is retried on the
  * backoff schedule until it is exhausted and the delivery is marked failed.
+ *
+ * The store is met in batches, not once per delivery: a claim takes several deliveries ahead of
+ * the free slots (each must start well inside its lease, or it is given back), and the outcomes
+ * that arrive in one event-loop turn are recorded with one commit. A delivery is marked
+ * delivered only once its 2xx is in; until its outcome is committed it stays leased, so a crash
+ * in between sends it again (at least once, never lost).
  */
 
 import type { Logger } from 'pino';
@@ -12,12 +18,15 @@ import {
   buildWebhookPayload,
   type ClaimedDelivery,
   classifyDeliveryResponse,
+  type DeliveryLease,
   isSecretActive,
   nextRetryDelay,
   type OutboxStore,
   parseRetryAfter,
+  type RecordedDeliveryAttempt,
   webhookSignatureHeader,
 } from '../../src/index.js';
+import { createAttemptDeadlines } from './attemptDeadlines.js';
 import { deliveryTraceHeaders, inDeliverySpan, noteDeliveryOutcome } from './deliverySpan.js';
 import type { Resolver, WebhookUrlPolicy } from './destinationPolicy.js';
 import { createWebhookAgent } from './guardedConnector.js';
@@ -35,11 +44,18 @@ export interface WebhookDispatcherOptions {
   clock?: () => Date;
   /** @default Math.random */
   random?: () => number;
-  /** Attempts in flight at once. @default 8 */
+  /**
+   * Attempts in flight at once. The sender holds leases on at most 4 deliveries per slot (in
+   * flight, claimed for the next free slot, or being recorded): after a crash, those wait for
+   * their lease to end. @default 8
+   */
   concurrency?: number;
   /** How long a claimed delivery is reserved for this instance. @default 60 s */
   leaseMs?: number;
-  /** Hard limit for one attempt (connect, headers and body). @default 15 s */
+  /**
+   * Hard limit for one attempt (connect, headers and body), enforced within a tenth of itself
+   * (at most 1 s) late. @default 15 s
+   */
   timeoutMs?: number;
   /** Longest sleep between looks at the outbox (other instances add work too). @default 1 s */
   pollIntervalMs?: number;
@@ -67,6 +83,28 @@ export interface WebhookDispatcher {
 }
 
 const USER_AGENT = 'Gatehouse-Webhooks/1';
+
+/** Claimed deliveries held per slot (in flight, waiting for a slot, or being recorded). */
+const HELD_PER_SLOT = 4;
+
+/** How long before its lease ends a waiting delivery must at the latest have finished. */
+const LEASE_MARGIN_MS = 5_000;
+
+/** Most outcomes recorded by one commit. */
+const RECORD_BATCH_MAX = 64;
+
+/** A claimed delivery waiting for a slot. */
+interface Held {
+  claimed: ClaimedDelivery;
+  lease: DeliveryLease;
+  /** Clock time (ms) after which it no longer starts: its attempt could outlive the lease. */
+  startBy: number;
+}
+
+/** An attempt's outcome, waiting to be recorded. */
+interface Outcome extends RecordedDeliveryAttempt {
+  statusCode: number | null;
+}
 
 /** Describes an error for `last_error` without leaking internals. */
 function describeError(error: unknown): string {
@@ -96,6 +134,12 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   const leaseMs = options.leaseMs ?? 60_000;
   const timeoutMs = options.timeoutMs ?? 15_000;
   const pollMs = options.pollIntervalMs ?? 1000;
+  // A delivery claimed ahead waits for a slot; it may only while its attempt still ends inside
+  // the lease. A lease too short for that claims no more than the free slots.
+  const waitAllowedMs = leaseMs - timeoutMs - LEASE_MARGIN_MS;
+  const maxHeld = waitAllowedMs > 0 ? concurrency * HELD_PER_SLOT : concurrency;
+  /** A claim waits for this much room, so that each one takes many deliveries. */
+  const claimBatch = Math.max(concurrency, maxHeld / 2);
   const ownAgent = options.dispatcher
     ? undefined
     : createWebhookAgent({
@@ -105,14 +149,47 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
         bodyTimeoutMs: timeoutMs,
       });
   const agent: Dispatcher = options.dispatcher ?? ownAgent!;
-  const inFlight = new Set<Promise<void>>();
+  const deadlines = createAttemptDeadlines(timeoutMs);
+  /** Attempts in flight (request sent or about to be): one per slot. */
+  const slots = new Set<Promise<void>>();
+  /** Claimed, not started yet; due-first. */
+  let waiting: Held[] = [];
+  /** Outcomes not committed yet (queued or being written). */
+  const outcomes: Outcome[] = [];
+  let recording = 0;
+  let flushing: Promise<void> | undefined;
+  /** Attempts started, for drain()'s count. */
+  let launched = 0;
+  /** Leases being given back: a drain waits for them, since they make deliveries due again. */
+  const releasing = new Set<Promise<void>>();
   let running = false;
   let closed = false;
   let loop: Promise<void> | undefined;
   let wakeUp: (() => void) | undefined;
   let woken = false;
+  let progressWaiters: Array<() => void> = [];
 
-  async function attempt(claimed: ClaimedDelivery): Promise<void> {
+  /** Every delivery this sender holds a lease on and has not recorded. */
+  const held = () => waiting.length + slots.size + recording;
+
+  /** Reported on a later microtask, as a rejected attempt was: a throwing `onError` stops nothing here. */
+  function report(error: unknown): void {
+    queueMicrotask(() => options.onError?.(error));
+  }
+
+  /** Wakes whoever waits for a slot to free up or an outcome to be recorded. */
+  function progressed(): void {
+    const waiters = progressWaiters;
+    progressWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
+  function nextProgress(): Promise<void> {
+    return new Promise((resolve) => progressWaiters.push(resolve));
+  }
+
+  /** Sends one attempt; resolves to its outcome for the store (a 410 disables the webhook now). */
+  async function attempt(claimed: ClaimedDelivery): Promise<Outcome> {
     const { delivery, webhook, event, tenant_id: tenantId } = claimed;
     const started = clock();
     const nowIso = started.toISOString();
@@ -122,6 +199,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     let statusCode: number | null = null;
     let retryAfter: number | undefined;
     let error: string | null = null;
+    const deadline = deadlines.start();
     try {
       const res = await request(webhook.url, {
         method: 'POST',
@@ -137,7 +215,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
         dispatcher: agent,
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: deadline.signal,
       });
       statusCode = res.statusCode;
       const header = res.headers['retry-after'];
@@ -145,68 +223,166 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
       await res.body.dump().catch(() => undefined);
     } catch (e) {
       error = describeError(e);
+    } finally {
+      deadline.done();
     }
     const attempts = delivery.attempts + 1;
     const at = clock();
     const outcome = statusCode === null ? 'retry' : classifyDeliveryResponse(statusCode);
+    const base = { tenantId, deliveryId: delivery.delivery_id, statusCode };
+    let recorded: Outcome;
     if (outcome === 'delivered') {
-      await store.recordDeliveryAttempt(tenantId, delivery.delivery_id, {
-        status: 'delivered',
-        attempts,
-        next_attempt_at: null,
-        last_status_code: statusCode,
-        last_error: null,
-        delivered_at: at.toISOString(),
-        updated_at: at.toISOString(),
-      });
+      recorded = {
+        ...base,
+        attempt: {
+          status: 'delivered',
+          attempts,
+          next_attempt_at: null,
+          last_status_code: statusCode,
+          last_error: null,
+          delivered_at: at.toISOString(),
+          updated_at: at.toISOString(),
+        },
+      };
     } else if (outcome === 'disable') {
       await store.disableWebhook(tenantId, webhook.id, at.toISOString());
-      await store.recordDeliveryAttempt(tenantId, delivery.delivery_id, {
-        status: 'failed',
-        attempts,
-        next_attempt_at: null,
-        last_status_code: statusCode,
-        last_error: 'the endpoint answered 410 Gone: the webhook is disabled',
-        delivered_at: null,
-        updated_at: at.toISOString(),
-      });
+      giveBack(
+        waiting.filter((h) => h.claimed.tenant_id === tenantId && h.claimed.webhook.id === webhook.id),
+      );
+      recorded = {
+        ...base,
+        attempt: {
+          status: 'failed',
+          attempts,
+          next_attempt_at: null,
+          last_status_code: statusCode,
+          last_error: 'the endpoint answered 410 Gone: the webhook is disabled',
+          delivered_at: null,
+          updated_at: at.toISOString(),
+        },
+      };
       options.logger?.warn({ webhook_id: webhook.id }, 'webhook disabled: the endpoint answered 410');
     } else {
       const delay = nextRetryDelay(attempts, { random, retryAfterSeconds: retryAfter });
-      await store.recordDeliveryAttempt(tenantId, delivery.delivery_id, {
-        status: delay === null ? 'failed' : 'pending',
-        attempts,
-        next_attempt_at: delay === null ? null : new Date(at.getTime() + delay).toISOString(),
-        last_status_code: statusCode,
-        last_error: error ?? `the endpoint answered HTTP ${statusCode}`,
-        delivered_at: null,
-        updated_at: at.toISOString(),
-      });
+      recorded = {
+        ...base,
+        attempt: {
+          status: delay === null ? 'failed' : 'pending',
+          attempts,
+          next_attempt_at: delay === null ? null : new Date(at.getTime() + delay).toISOString(),
+          last_status_code: statusCode,
+          last_error: error ?? `the endpoint answered HTTP ${statusCode}`,
+          delivered_at: null,
+          updated_at: at.toISOString(),
+        },
+      };
     }
     const status = outcome === 'delivered' ? 'delivered' : outcome === 'disable' ? 'failed' : 'pending';
     noteDeliveryOutcome(status, statusCode);
-    options.onAttempt?.({ deliveryId: delivery.delivery_id, status, statusCode });
+    return recorded;
   }
 
-  function launch(claimed: ClaimedDelivery): void {
-    const p = inDeliverySpan(claimed, () => attempt(claimed))
-      .catch((e: unknown) => options.onError?.(e))
-      .finally(() => inFlight.delete(p));
-    inFlight.add(p);
+  /** Queues an outcome; the outcomes of one event-loop turn are committed together. */
+  function record(outcome: Outcome): void {
+    outcomes.push(outcome);
+    recording += 1;
+    flushing ??= flush();
   }
 
-  /** Claims what is due and free slots allow; returns how many were launched. */
-  async function claimAndLaunch(): Promise<number> {
-    const free = concurrency - inFlight.size;
-    if (free <= 0) return 0;
+  async function flush(): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+    while (outcomes.length > 0) {
+      const batch = outcomes.splice(0, RECORD_BATCH_MAX);
+      try {
+        await store.recordDeliveryAttempts(batch);
+        for (const o of batch) {
+          options.onAttempt?.({
+            deliveryId: o.deliveryId,
+            status: o.attempt.status,
+            statusCode: o.statusCode,
+          });
+        }
+      } catch (error) {
+        // Not recorded: each stays leased and is sent again once its lease ends.
+        report(error);
+      } finally {
+        recording -= batch.length;
+        progressed();
+      }
+    }
+    flushing = undefined;
+  }
+
+  /** Takes deliveries out of the waiting line and returns their leases, so they are due again now. */
+  function giveBack(items: readonly Held[]): void {
+    if (items.length === 0) return;
+    const gone = new Set(items);
+    waiting = waiting.filter((h) => !gone.has(h));
+    release(items);
+  }
+
+  function release(items: readonly Held[]): void {
+    const p = store
+      .releaseDeliveries(items.map((h) => h.lease))
+      .catch(report)
+      .finally(() => releasing.delete(p));
+    releasing.add(p);
+  }
+
+  function launch(h: Held): void {
+    launched += 1;
+    const p = inDeliverySpan(h.claimed, () => attempt(h.claimed))
+      .then(record, report)
+      .finally(() => {
+        slots.delete(p);
+        startWaiting();
+        progressed();
+      });
+    slots.add(p);
+  }
+
+  /** Starts waiting deliveries while slots are free; one waited too long goes back to the outbox. */
+  function startWaiting(): void {
+    // Once closed, what waits is given back, not started.
+    if (closed) return;
+    const late: Held[] = [];
+    while (slots.size < concurrency && waiting.length > 0) {
+      const h = waiting.shift()!;
+      if (clock().getTime() > h.startBy) late.push(h);
+      else launch(h);
+    }
+    if (late.length > 0) release(late);
+  }
+
+  /** Claims up to `limit` due deliveries into the waiting line and starts what slots allow. */
+  async function claim(limit: number): Promise<number> {
     const now = clock();
-    const claimed = await store.claimDueDeliveries({
-      now: now.toISOString(),
-      leaseUntil: new Date(now.getTime() + leaseMs).toISOString(),
-      limit: free,
-    });
-    for (const c of claimed) launch(c);
-    return claimed.length;
+    const leaseUntil = new Date(now.getTime() + leaseMs).toISOString();
+    const claimed = await store.claimDueDeliveries({ now: now.toISOString(), leaseUntil, limit });
+    const startBy = waitAllowedMs > 0 ? now.getTime() + waitAllowedMs : Number.POSITIVE_INFINITY;
+    const got = claimed.map((c) => ({
+      claimed: c,
+      lease: { tenantId: c.tenant_id, deliveryId: c.delivery.delivery_id, leaseUntil },
+      startBy,
+    }));
+    // Closed while this claim ran: straight back, like everything else that had not started.
+    if (closed) {
+      if (got.length > 0) release(got);
+      return 0;
+    }
+    waiting.push(...got);
+    startWaiting();
+    return got.length;
+  }
+
+  /**
+   * How many to claim now: a batch's worth once that much room is free, or whatever room there
+   * is when no delivery waits for a slot (never a slot idle while the outbox has work).
+   */
+  function claimable(): number {
+    const room = maxHeld - held();
+    if (room >= claimBatch || (room > 0 && waiting.length === 0)) return room;
+    return 0;
   }
 
   function sleep(ms: number): Promise<void> {
@@ -230,12 +406,13 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   async function run(): Promise<void> {
     while (running) {
       try {
-        const launched = await claimAndLaunch();
-        if (launched > 0) continue;
-        if (inFlight.size >= concurrency) {
-          await Promise.race(inFlight);
+        const limit = claimable();
+        if (limit === 0) {
+          await nextProgress();
           continue;
         }
+        if ((await claim(limit)) === limit) continue;
+        // Fewer than asked: nothing else is due now. Sleep until the next one is, or a wake.
         const next = await store.nextDueAt();
         const wait =
           next === null ? pollMs : Math.min(pollMs, Math.max(0, Date.parse(next) - clock().getTime()));
@@ -244,6 +421,21 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
         options.onError?.(error);
         await sleep(pollMs);
       }
+    }
+  }
+
+  /** Resolves once an attempt in flight or a recording has finished (at once if one already has). */
+  async function anySettled(): Promise<void> {
+    const pending: Array<Promise<unknown>> = [...slots, ...releasing];
+    if (flushing) pending.push(flushing);
+    if (pending.length > 0) await Promise.race(pending);
+  }
+
+  /** Resolves once nothing is in flight or waiting to be recorded. */
+  async function settled(): Promise<void> {
+    while (slots.size > 0 || flushing || releasing.size > 0) {
+      await Promise.allSettled([...slots, ...releasing]);
+      if (flushing) await flushing;
     }
   }
 
@@ -258,23 +450,30 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
       else woken = true;
     },
     async drain() {
-      let total = 0;
+      const before = launched;
       for (;;) {
-        const launched = await claimAndLaunch();
-        total += launched;
-        if (launched === 0 && inFlight.size === 0) return total;
-        if (inFlight.size > 0) await Promise.race(inFlight);
+        // Once closed, only what is in flight is seen through.
+        const limit = closed ? 0 : claimable();
+        const got = limit > 0 ? await claim(limit) : 0;
+        if (got === 0 && held() === 0 && releasing.size === 0) return launched - before;
+        if (got < limit && waiting.length === 0) await settled();
+        else await anySettled();
       }
     },
     async close(deadlineMs = 10_000) {
       if (closed) return;
       closed = true;
       running = false;
-      wakeUp?.();
+      // A loop about to sleep must not: it sees `woken` and returns at once.
+      if (wakeUp) wakeUp();
+      else woken = true;
+      progressed();
       await loop;
+      // Claimed but never started: due again now, for the next instance (or this one restarted).
+      giveBack([...waiting]);
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
-        Promise.allSettled([...inFlight]),
+        settled(),
         new Promise((resolve) => {
           timer = setTimeout(resolve, deadlineMs);
         }),

@@ -454,6 +454,78 @@ export function runStoreContract(factory: StoreFactory): void {
         ).toHaveLength(1);
       });
 
+      it('records many attempts at once, and gives back unstarted claims only while still leased to it', async () => {
+        const w = await gh.createWebhook({ url: 'https://hooks.example.com/b', events: ['*'] });
+        for (const key of ['budget.a', 'budget.b', 'budget.c', 'budget.d'])
+          await gh.recordState(item({ key }));
+        const now = clock().toISOString();
+        const lease = new Date(clock().getTime() + 30_000).toISOString();
+        const claimed = await store.claimDueDeliveries({ now, leaseUntil: lease, limit: 10 });
+        expect(claimed).toHaveLength(4);
+        const [a, b, c, d] = claimed.map((x) => ({
+          tenantId: x.tenant_id,
+          deliveryId: x.delivery.delivery_id,
+        }));
+        const later = new Date(clock().getTime() + 5000).toISOString();
+        await store.recordDeliveryAttempts([
+          {
+            ...a!,
+            attempt: {
+              status: 'delivered',
+              attempts: 1,
+              next_attempt_at: null,
+              last_status_code: 204,
+              last_error: null,
+              delivered_at: now,
+              updated_at: now,
+            },
+          },
+          {
+            ...b!,
+            attempt: {
+              status: 'pending',
+              attempts: 1,
+              next_attempt_at: later,
+              last_status_code: 503,
+              last_error: 'the endpoint answered HTTP 503',
+              delivered_at: null,
+              updated_at: now,
+            },
+          },
+        ]);
+        await store.recordDeliveryAttempts([]);
+        const byId = new Map((await gh.listDeliveries(w.id)).map((x) => [x.delivery_id, x]));
+        expect(byId.get(a!.deliveryId)).toMatchObject({
+          status: 'delivered',
+          attempts: 1,
+          last_status_code: 204,
+        });
+        expect(byId.get(b!.deliveryId)).toMatchObject({
+          status: 'pending',
+          attempts: 1,
+          next_attempt_at: later,
+        });
+        expect(byId.get(c!.deliveryId)).toMatchObject({ status: 'pending', attempts: 0 });
+
+        // c is given back under its lease: due again at once. d's lease has been taken over by a
+        // later claim (it expired), so the old lease gives nothing back. b is due by then too.
+        const expired = new Date(clock().getTime() + 31_000).toISOString();
+        const newLease = new Date(clock().getTime() + 61_000).toISOString();
+        await store.releaseDeliveries([{ ...c!, leaseUntil: lease }]);
+        const reclaimed = await store.claimDueDeliveries({ now: expired, leaseUntil: newLease, limit: 10 });
+        expect(reclaimed.map((x) => x.delivery.delivery_id).sort()).toEqual(
+          [b!.deliveryId, c!.deliveryId, d!.deliveryId].sort(),
+        );
+        await store.releaseDeliveries([{ ...d!, leaseUntil: lease }]);
+        await store.releaseDeliveries([]);
+        expect(
+          await store.claimDueDeliveries({ now: expired, leaseUntil: newLease, limit: 10 }),
+        ).toHaveLength(0);
+        await store.releaseDeliveries([{ ...d!, leaseUntil: newLease }]);
+        const again = await store.claimDueDeliveries({ now: expired, leaseUntil: newLease, limit: 10 });
+        expect(again.map((x) => x.delivery.delivery_id)).toEqual([d!.deliveryId]);
+      });
+
       it("keeps an outbox row's traceparent and hands it back with the claim", async () => {
         await gh.recordState(item());
         const event = (await gh.readHistory({ limit: 1 })).events[0]!;

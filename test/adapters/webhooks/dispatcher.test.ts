@@ -17,7 +17,7 @@ import {
   verifyWebhook,
   type WebhookDispatcher,
 } from '../../../adapters/webhooks/index.js';
-import { createGatehouse, createIdGenerator, type Store } from '../../../src/index.js';
+import { createGatehouse, createIdGenerator, type OutboxStore, type Store } from '../../../src/index.js';
 import { manualClock } from '../../store/contract.js';
 
 interface Received {
@@ -243,6 +243,95 @@ describe('webhook dispatcher', () => {
     const [delivery] = await gh.listDeliveries(hook.id);
     expect(delivery).toMatchObject({ status: 'pending', attempts: 1, last_status_code: null });
     expect(delivery!.last_error).toContain('GATEHOUSE_SSRF_BLOCKED');
+  });
+
+  it('drains a backlog larger than its slots, each delivery once, every outcome recorded', async () => {
+    const r = await receiver((_n, res) => res.writeHead(204).end());
+    const { gh, store, clock } = setup();
+    const hook = await gh.createWebhook({ url: r.url, events: ['*'] });
+    for (let i = 0; i < 30; i++) await gh.recordState({ ...budget, key: `budget.k${i}` });
+    const attempts: string[] = [];
+    const d = createWebhookDispatcher({
+      store,
+      urlPolicy,
+      clock,
+      concurrency: 3,
+      onAttempt: (a) => attempts.push(a.deliveryId),
+    });
+    cleanups.push(() => d.close());
+    expect(await d.drain()).toBe(30);
+    expect(r.received).toHaveLength(30);
+    expect(new Set(r.received.map((x) => x.headers['webhook-id'])).size).toBe(30);
+    expect(new Set(attempts).size).toBe(30);
+    const deliveries = await gh.listDeliveries(hook.id);
+    expect(deliveries.every((x) => x.status === 'delivered' && x.attempts === 1)).toBe(true);
+  });
+
+  it('close() gives back deliveries it claimed but never started: due again at once', async () => {
+    let answerFirst!: () => void;
+    let arrived!: () => void;
+    const firstArrived = new Promise<void>((resolve) => {
+      arrived = resolve;
+    });
+    const r = await receiver((n, res) => {
+      if (n > 1) return void res.writeHead(204).end();
+      answerFirst = () => res.writeHead(204).end();
+      arrived();
+    });
+    const { gh, store, clock } = setup();
+    const hook = await gh.createWebhook({ url: r.url, events: ['*'] });
+    for (let i = 0; i < 3; i++) await gh.recordState({ ...budget, key: `budget.k${i}` });
+    const first = createWebhookDispatcher({ store, urlPolicy, clock, concurrency: 1 });
+    const draining = first.drain();
+    await firstArrived;
+    const closing = first.close();
+    answerFirst();
+    await closing;
+    await draining;
+    // Same instant: without the give-back the other two would be leased for another minute.
+    const second = createWebhookDispatcher({ store, urlPolicy, clock });
+    cleanups.push(() => second.close());
+    expect(await second.drain()).toBe(2);
+    const deliveries = await gh.listDeliveries(hook.id);
+    expect(deliveries.map((x) => x.status)).toEqual(['delivered', 'delivered', 'delivered']);
+  });
+
+  it('never starts a waiting delivery that could outlive its lease: it is given back and claimed anew', async () => {
+    const { gh, store, clock } = setup();
+    // The first answer comes 26 s later (by the clock): the deliveries claimed with it may wait
+    // only 30 - 5 - 5 = 20 s for a slot.
+    const r = await receiver((n, res) => {
+      if (n === 1) clock.advance(26_000);
+      res.writeHead(204).end();
+    });
+    await gh.createWebhook({ url: r.url, events: ['*'] });
+    for (let i = 0; i < 3; i++) await gh.recordState({ ...budget, key: `budget.k${i}` });
+    const released: string[] = [];
+    const spied: OutboxStore = {
+      claimDueDeliveries: (o) => store.claimDueDeliveries(o),
+      recordDeliveryAttempt: (t, id, a) => store.recordDeliveryAttempt(t, id, a),
+      recordDeliveryAttempts: (a) => store.recordDeliveryAttempts(a),
+      releaseDeliveries: (leases) => {
+        released.push(...leases.map((l) => l.deliveryId));
+        return store.releaseDeliveries(leases);
+      },
+      disableWebhook: (t, id, at) => store.disableWebhook(t, id, at),
+      nextDueAt: () => store.nextDueAt(),
+    };
+    const d = createWebhookDispatcher({
+      store: spied,
+      urlPolicy,
+      clock,
+      concurrency: 1,
+      leaseMs: 30_000,
+      timeoutMs: 5_000,
+    });
+    cleanups.push(() => d.close());
+    expect(await d.drain()).toBe(3);
+    expect(released).toHaveLength(2);
+    expect(r.received).toHaveLength(3);
+    const stamps = r.received.map((x) => Number(x.headers['webhook-timestamp']));
+    expect(stamps[2]! - stamps[0]!).toBe(26);
   });
 
   it('the background loop delivers as events happen, and close() is safe twice', async () => {
