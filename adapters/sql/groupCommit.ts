@@ -47,10 +47,10 @@ export interface BatchConnection {
 /** Options for {@link runBatch}. */
 export interface RunBatchOptions {
   /**
-   * Lock every member's tenant chain head, in tenant order, before running any member (PostgreSQL:
-   * two instances' batches then never wait on each other's chain heads or items in opposite
-   * orders). Every member must declare its tenant; a member that appends to a tenant no member
-   * of the batch declared is refused.
+   * Lock every member's tenant chain head, in tenant order, and read its webhook list, before
+   * running any member (PostgreSQL: two instances' batches then never wait on each other's chain
+   * heads or items in opposite orders). Every member must declare its tenant; a member that
+   * appends to a tenant no member of the batch declared is refused.
    */
   lockTenantsFirst: boolean;
   /** Called after a member's writes were undone (to drop caches built on them). */
@@ -137,7 +137,11 @@ export async function runBatch(
     try {
       tx = cachedTx(await connection.begin(), cache, tenants);
       // Sorted: every batch takes the chain heads in the same order, so no two wait on each other.
-      for (const t of [...(tenants ?? [])].sort()) await tx.lockChainHead(t);
+      // Asked all at once (a pipelining store sends them in one round trip), each tenant's webhook
+      // list after its lock, as its first append would read it.
+      if (tenants) {
+        await Promise.all([...tenants].sort().flatMap((t) => [tx.lockChainHead(t), tx.listWebhooks(t)]));
+      }
     } catch (error) {
       await connection.rollback().catch(() => undefined);
       for (const m of pending) m.reject(error);

@@ -156,22 +156,30 @@ export const getEventById = 'SELECT * FROM events WHERE event_id = ?';
 /** A page of a tenant's events in seq order, after a seq. */
 export const scanEvents = 'SELECT * FROM events WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?';
 
+const INSERT_EVENTS =
+  'INSERT INTO events (tenant_id, seq, event_id, type, session_id, decision_id, occurred_at, data, prev_hash, hash) VALUES ';
+const eventValues = (tenantId: string, e: StoredEvent): unknown[] => [
+  tenantId,
+  e.seq,
+  e.event_id,
+  e.type,
+  e.session_id,
+  e.decision_id,
+  e.occurred_at,
+  JSON.stringify(e.data),
+  e.prev_hash,
+  e.hash,
+];
+
 export function insertEvent(tenantId: string, e: StoredEvent): Statement {
+  return { sql: `${INSERT_EVENTS}(${marks(10)})`, args: eventValues(tenantId, e) };
+}
+
+/** Several events of one tenant in one statement. */
+export function insertEvents(tenantId: string, events: readonly StoredEvent[]): Statement {
   return {
-    sql: `INSERT INTO events (tenant_id, seq, event_id, type, session_id, decision_id, occurred_at, data, prev_hash, hash)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    args: [
-      tenantId,
-      e.seq,
-      e.event_id,
-      e.type,
-      e.session_id,
-      e.decision_id,
-      e.occurred_at,
-      JSON.stringify(e.data),
-      e.prev_hash,
-      e.hash,
-    ],
+    sql: INSERT_EVENTS + tuples(10, events.length),
+    args: events.flatMap((e) => eventValues(tenantId, e)),
   };
 }
 
@@ -264,22 +272,31 @@ export function listDeliveries(
   };
 }
 
+const INSERT_DELIVERIES =
+  'INSERT INTO deliveries (delivery_id, tenant_id, webhook_id, event_id, event_type, status, attempts, next_attempt_at, created_at, updated_at, traceparent) VALUES ';
+const DELIVERY_TUPLE = "(?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)";
+const deliveryValues = (tenantId: string, d: NewDelivery): unknown[] => [
+  d.delivery_id,
+  tenantId,
+  d.webhook_id,
+  d.event_id,
+  d.event_type,
+  d.next_attempt_at,
+  d.created_at,
+  d.created_at,
+  d.traceparent ?? null,
+];
+
 /** A new outbox row: pending, no attempt yet. */
 export function insertDelivery(tenantId: string, d: NewDelivery): Statement {
+  return { sql: INSERT_DELIVERIES + DELIVERY_TUPLE, args: deliveryValues(tenantId, d) };
+}
+
+/** Several outbox rows of one tenant in one statement. */
+export function insertDeliveries(tenantId: string, rows: readonly NewDelivery[]): Statement {
   return {
-    sql: `INSERT INTO deliveries (delivery_id, tenant_id, webhook_id, event_id, event_type, status, attempts, next_attempt_at, created_at, updated_at, traceparent)
-      VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)`,
-    args: [
-      d.delivery_id,
-      tenantId,
-      d.webhook_id,
-      d.event_id,
-      d.event_type,
-      d.next_attempt_at,
-      d.created_at,
-      d.created_at,
-      d.traceparent ?? null,
-    ],
+    sql: INSERT_DELIVERIES + Array(rows.length).fill(DELIVERY_TUPLE).join(', '),
+    args: rows.flatMap((d) => deliveryValues(tenantId, d)),
   };
 }
 
@@ -411,8 +428,7 @@ export function dumpPage(
 
 /** Inserts `rows` rows of `columns` (names already checked against the schema, then quoted). */
 export function insertRows(table: string, columns: readonly string[], rows: number): string {
-  const tuple = `(${marks(columns.length)})`;
-  return `INSERT INTO ${quoteIdent(table)} (${columns.map(quoteIdent).join(', ')}) VALUES ${Array(rows).fill(tuple).join(', ')}`;
+  return `INSERT INTO ${quoteIdent(table)} (${columns.map(quoteIdent).join(', ')}) VALUES ${tuples(columns.length, rows)}`;
 }
 
 /** An SQL identifier, quoted (the same in both dialects). */
@@ -422,6 +438,13 @@ export function quoteIdent(name: string): string {
 
 function marks(count: number): string {
   return Array(count).fill('?').join(', ');
+}
+
+/** `rows` tuples of `columns` placeholders each, for a multi-row VALUES. */
+function tuples(columns: number, rows: number): string {
+  return Array(rows)
+    .fill(`(${marks(columns)})`)
+    .join(', ');
 }
 
 /** AND-ed conditions, each with one `?`, added only for a defined value. */

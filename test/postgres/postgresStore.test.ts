@@ -225,7 +225,9 @@ describe.skipIf(!url)('PostgreSQL', () => {
         const pool = store.pool as unknown as { query: (...args: unknown[]) => unknown };
         const query = pool.query.bind(pool);
         pool.query = (...args: unknown[]) => {
-          if (String(args[0]).includes('FROM api_keys WHERE hash')) lookups += 1;
+          // A text, or a query config (the store names its prepared statements).
+          const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string }).text;
+          if (text?.includes('FROM api_keys WHERE hash')) lookups += 1;
           return query(...args);
         };
         return () => lookups;
