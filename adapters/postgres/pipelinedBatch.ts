@@ -39,9 +39,23 @@ export interface PipelinedBatchOptions {
 type Query = string | PostgresQuery;
 const ignore = () => undefined;
 
+/** The socket under a `pg` client, where the driver exposes it (the pure-JS client does). */
+interface Corkable {
+  cork(): void;
+  uncork(): void;
+}
+function socketOf(client: PostgresClient): Corkable | undefined {
+  const stream = (client as { connection?: { stream?: Partial<Corkable> } }).connection?.stream;
+  return typeof stream?.cork === 'function' && typeof stream.uncork === 'function'
+    ? (stream as Corkable)
+    : undefined;
+}
+
 /** A group-commit batch on one pipelining connection: hand {@link connection} to `runBatch`. */
 export class PipelinedBatch {
   readonly #client: PostgresClient;
+  readonly #socket: Corkable | undefined;
+  #corked = false;
   readonly #options: PipelinedBatchOptions;
   readonly #tx: StoreTx;
   /** Sent, and not yet awaited by a caller. */
@@ -64,6 +78,7 @@ export class PipelinedBatch {
 
   constructor(client: PostgresClient, options: PipelinedBatchOptions) {
     this.#client = client;
+    this.#socket = socketOf(client);
     this.#options = options;
     const db = { query: (q: Query, values?: readonly unknown[]) => this.#statement(q, values) };
     this.#tx = options.transaction(db as PostgresQueryable, (write) => this.#defer(write));
@@ -92,13 +107,13 @@ export class PipelinedBatch {
       this.#savepointDue = false;
       if (!this.#callerHasSavepoint) return;
       this.#callerHasSavepoint = false;
-      await this.#awaitWith(this.#client.query('ROLLBACK TO SAVEPOINT gatehouse_tx'));
+      await this.#awaitWith(this.#query('ROLLBACK TO SAVEPOINT gatehouse_tx'));
     },
     commit: async () => {
       this.#carried.push(...this.#mine);
       this.#mine = [];
       this.#sendWrites(this.#takeCarried(), true);
-      const commit = this.#client.query('COMMIT');
+      const commit = this.#query('COMMIT');
       this.#open = false;
       // A COMMIT after a failed statement reports ROLLBACK without an error: the failure is
       // that statement's, which this awaits too.
@@ -110,7 +125,7 @@ export class PipelinedBatch {
       this.#mine = [];
       const earlier = this.#inFlight;
       this.#inFlight = [];
-      const rollback = this.#client.query('ROLLBACK');
+      const rollback = this.#query('ROLLBACK');
       await Promise.allSettled(earlier);
       await rollback.catch((e: Error) => {
         this.#broken = e;
@@ -148,7 +163,23 @@ export class PipelinedBatch {
   }
 
   #query(q: Query, values?: readonly unknown[]): Promise<PostgresQueryResult> {
+    this.#cork();
     return typeof q === 'string' ? this.#client.query(q, values) : this.#client.query(q);
+  }
+
+  /**
+   * Holds the socket's writes until the current tick's promise callbacks have run: what the batch
+   * sends together (BEGIN and the locks, the writes and COMMIT) leaves in one system call rather
+   * than one per message (each a quarter of the driver's time in profiles).
+   */
+  #cork(): void {
+    if (this.#corked || !this.#socket) return;
+    this.#corked = true;
+    this.#socket.cork();
+    process.nextTick(() => {
+      this.#corked = false;
+      this.#socket!.uncork();
+    });
   }
 
   /** Sends without waiting; `shared`: a failure loses the whole transaction. */
