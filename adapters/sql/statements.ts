@@ -171,8 +171,11 @@ const eventValues = (tenantId: string, e: StoredEvent): unknown[] => [
   e.hash,
 ];
 
+// Built once: the SQLite store finds its prepared statement by this text on every append.
+const INSERT_EVENT = INSERT_EVENTS + tuples(10, 1);
+
 export function insertEvent(tenantId: string, e: StoredEvent): Statement {
-  return { sql: `${INSERT_EVENTS}(${marks(10)})`, args: eventValues(tenantId, e) };
+  return { sql: INSERT_EVENT, args: eventValues(tenantId, e) };
 }
 
 /** Several events of one tenant in one statement. */
@@ -275,6 +278,7 @@ export function listDeliveries(
 const INSERT_DELIVERIES =
   'INSERT INTO deliveries (delivery_id, tenant_id, webhook_id, event_id, event_type, status, attempts, next_attempt_at, created_at, updated_at, traceparent) VALUES ';
 const DELIVERY_TUPLE = "(?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)";
+const INSERT_DELIVERY = INSERT_DELIVERIES + DELIVERY_TUPLE;
 const deliveryValues = (tenantId: string, d: NewDelivery): unknown[] => [
   d.delivery_id,
   tenantId,
@@ -289,7 +293,7 @@ const deliveryValues = (tenantId: string, d: NewDelivery): unknown[] => [
 
 /** A new outbox row: pending, no attempt yet. */
 export function insertDelivery(tenantId: string, d: NewDelivery): Statement {
-  return { sql: INSERT_DELIVERIES + DELIVERY_TUPLE, args: deliveryValues(tenantId, d) };
+  return { sql: INSERT_DELIVERY, args: deliveryValues(tenantId, d) };
 }
 
 /** Several outbox rows of one tenant in one statement. */
