@@ -43,8 +43,25 @@ export const listItemVersions = `${ITEM_VERSION_SELECT}
  * `itemsFromRows`): it runs on every evaluation, so no row objects are built and read back, and
  * the tenant and session strings are not copied out for each item.
  */
-export const listSessionItems = `SELECT v.key, v.value, v.type, v.source, v.trust, v.sensitivity, v.category, v.version, i.status, v.metadata, v.updated_at
+const SESSION_ITEM_COLUMNS =
+  'v.key, v.value, v.type, v.source, v.trust, v.sensitivity, v.category, v.version, i.status, v.metadata, v.updated_at';
+export const listSessionItems = `SELECT ${SESSION_ITEM_COLUMNS}
   FROM state_items i ${ITEM_JOIN}
+  WHERE i.tenant_id = ? AND i.session_id = ? ORDER BY i.key`;
+
+/**
+ * {@link listSessionItems} with each item's version found by its full primary key, one lookup per
+ * item in key order (for PostgreSQL, see `SqlDialect.listSessionItems`). PostgreSQL flattens a
+ * plain join and, without table statistics (a new schema), plans it as a nested loop that
+ * scans the whole session's versions for every item: quadratic in the session's size. `LIMIT 1`
+ * keeps the subquery apart.
+ */
+export const listSessionItemsByKey = `SELECT ${SESSION_ITEM_COLUMNS}
+  FROM state_items i CROSS JOIN LATERAL (
+    SELECT x.key, x.value, x.type, x.source, x.trust, x.sensitivity, x.category, x.version, x.metadata, x.updated_at
+    FROM state_versions x
+    WHERE x.tenant_id = i.tenant_id AND x.session_id = i.session_id AND x.key = i.key AND x.version = i.version
+    LIMIT 1) v
   WHERE i.tenant_id = ? AND i.session_id = ? ORDER BY i.key`;
 
 /** Writes a new version of an item. */

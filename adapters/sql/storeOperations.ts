@@ -36,6 +36,7 @@ import * as sql from './statements.js';
 /** The reads, over committed data (a pool, a connection) or a transaction (its own writes too). */
 export function createSqlReader(db: SqlExecutor, dialect: SqlDialect): StoreReader {
   const one = async (text: string, args: readonly unknown[]) => db.get(text, args);
+  const listItemsSql = dialect.listSessionItems ?? sql.listSessionItems;
   return {
     ...createPolicyReader(db),
     async getItem(t, s, k) {
@@ -50,7 +51,7 @@ export function createSqlReader(db: SqlExecutor, dialect: SqlDialect): StoreRead
       return (await db.all(sql.listItemVersions, [t, s, k])).map((r) => rowToItem(r));
     },
     async listItems(t, s) {
-      return itemsFromRows(s, await db.rows(sql.listSessionItems, [t, s]));
+      return itemsFromRows(s, await db.rows(listItemsSql, [t, s]));
     },
     async getConflict(t, id) {
       const r = await one(sql.getConflict, [t, id]);
