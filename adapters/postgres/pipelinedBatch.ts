@@ -11,8 +11,12 @@
  * events and COMMIT), and holds its tenants' chain heads for little more than one of them.
  *
  * Failures keep the batch's promises: a statement a caller sent, or that caller's own held-back
- * writes, fails that caller alone (its savepoint is rolled back); a failure of anything else
- * (BEGIN, a savepoint, earlier callers' writes) loses the transaction, which `isOpen` reports.
+ * writes sent with it, fails that caller alone (its savepoint is rolled back); a failure of
+ * anything else (BEGIN, a savepoint, earlier callers' writes) loses the transaction, which
+ * `isOpen` reports, and writes sent with COMMIT fail the whole batch as a failed COMMIT does.
+ * Held-back writes are ones only the database can refuse (a full disk, a lost connection):
+ * inputs are checked storable before they reach a transaction, and their keys are unique by
+ * construction or held under the item's lock.
  */
 import type { NewDelivery, StoredEvent, StoreTx } from '../../src/index.js';
 import type { Statement } from '../sql/dialect.js';

@@ -11,7 +11,9 @@
  *   batch at a time per store, one database transaction per batch that locks its tenants' chain
  *   heads first, in tenant order, then runs each caller in a savepoint. The chain-head lock is
  *   taken and the COMMIT paid once per batch, and item locks are only ever taken under the
- *   tenant's chain-head lock, so batches of several instances cannot deadlock;
+ *   tenant's chain-head lock, so batches of several instances cannot deadlock. The batch's
+ *   connection pipelines (./pipelinedBatch.ts): a batch of evaluations is two round trips;
+ * - statements whose result columns are spelled out are prepared once per connection;
  * - webhook deliveries are claimed with `FOR UPDATE SKIP LOCKED` and a lease;
  * - API keys found by hash are cached while a LISTEN connection hears every revocation of the
  *   schema (./keyRevocations.ts); a revocation returns once its NOTIFY came back to this store;

@@ -198,7 +198,10 @@ describe.skipIf(!url)('PostgreSQL', () => {
         client.query = (...args: unknown[]) => {
           const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text: string }).text;
           const words = text.replace(/\s+/g, ' ').trim().split(' ').slice(0, 4).join(' ');
-          if (text === 'BEGIN') transactions.push((current = []));
+          if (text === 'BEGIN') {
+            current = [];
+            transactions.push(current);
+          }
           current?.push(words);
           if (text === 'COMMIT' || text === 'ROLLBACK') current = undefined;
           return query(...args);
