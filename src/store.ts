@@ -347,6 +347,12 @@ export interface TransactionOptions {
    * alone. A transaction that appends to another tenant's chain is refused.
    */
   tenantId?: string;
+  /**
+   * Items of `tenantId` the transaction will lock with {@link StoreTx.lockItem}: a store may lock
+   * and read them with its first statements, together with the chain head (PostgreSQL: in the
+   * batch's first round trip). A hint; the transaction may lock other items too.
+   */
+  items?: ReadonlyArray<{ sessionId: string; key: string }>;
 }
 
 /** A Gatehouse database. */

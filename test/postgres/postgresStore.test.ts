@@ -250,6 +250,36 @@ describe.skipIf(!url)('PostgreSQL', () => {
       }
     });
 
+    it('locks and reads the items a batch of state writes declared with its first statements', async () => {
+      const store = await open();
+      try {
+        const gh = createGatehouse({ store });
+        await gh.recordState(item('1'));
+        const transactions = recordTransactions(store);
+        await Promise.all(
+          Array.from({ length: 6 }, (_, i) => gh.recordState({ ...item('2'), key: `k.v${i}` })),
+        );
+        expect(transactions.length).toBeLessThan(6);
+        for (const t of transactions) {
+          const locks = t.filter((w) => w.startsWith('SELECT pg_advisory_xact_lock'));
+          // BEGIN, the chain head, the webhooks, then each item's lock and read; no caller sent
+          // a statement of its own, so none needed a savepoint.
+          expect(t.slice(0, 3 + 2 * locks.length).filter((w) => w.startsWith('SELECT v.*')).length).toBe(
+            locks.length,
+          );
+          expect(t.some((w) => w.includes('SAVEPOINT'))).toBe(false);
+          expect(t.at(-1)).toBe('COMMIT');
+        }
+        const items = await Promise.all(
+          Array.from({ length: 6 }, (_, i) => store.getItem('default', 's1', `k.v${i}`)),
+        );
+        expect(items.map((x) => x?.value)).toEqual(Array(6).fill('2'));
+        expect(await gh.verifyHistory()).toMatchObject({ ok: true, checked: 7 });
+      } finally {
+        await store.close();
+      }
+    });
+
     it('undoes a caller whose statement fails after writes it held back, and only that caller', async () => {
       const store = await open();
       try {
