@@ -18,7 +18,7 @@ import {
 } from '../runtime.js';
 import { SessionIdSchema, type StateItem } from '../schemas.js';
 import { maxClaimableTrust } from '../state/sourceTrust.js';
-import type { Store, StoredEvent, StoredWebhook, StoreTx, TransactionOptions } from '../store.js';
+import type { Store, StoredEvent, StoredWebhook, StoreTx } from '../store.js';
 import { notOneOf, parseInput } from '../validation.js';
 import { appendEvents, type EventDraft } from './appendEvents.js';
 import { assertPlausibleId, notFound } from './notFound.js';
@@ -51,13 +51,14 @@ export interface OperationContext {
   now(): string;
   /**
    * A store transaction that changes `tenantId`'s items or chain only: the store may lock that
-   * chain first and commit it together with concurrent ones (group commit). `items`: the items
-   * it will lock, which the store may lock and read up front.
+   * chain first and commit it together with concurrent ones (group commit).
    */
-  tenantTransaction<T>(
+  tenantTransaction<T>(tenantId: string, fn: (tx: StoreTx) => Promise<T>): Promise<T>;
+  /** {@link tenantTransaction} that will lock `item`: the store may lock and read it up front. */
+  itemTransaction<T>(
     tenantId: string,
+    item: { sessionId: string; key: string },
     fn: (tx: StoreTx) => Promise<T>,
-    items?: TransactionOptions['items'],
   ): Promise<T>;
   /** {@link appendEvents} with this instance's IDs, clock and delivery hook. */
   append(tx: StoreTx, tenantId: string, drafts: readonly EventDraft[]): Promise<StoredEvent[]>;
@@ -101,11 +102,13 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
     append: async (tx, tenantId, data) =>
       (await append(tx, tenantId, [{ type: 'policy.activated', session_id: '', data }]))[0]!,
   });
-  const tenantTransaction = <T>(
+  const tenantTransaction = <T>(tenantId: string, fn: (tx: StoreTx) => Promise<T>) =>
+    transaction(fn, { tenantId });
+  const itemTransaction = <T>(
     tenantId: string,
+    item: { sessionId: string; key: string },
     fn: (tx: StoreTx) => Promise<T>,
-    items?: TransactionOptions['items'],
-  ) => transaction(fn, items ? { tenantId, items } : { tenantId });
+  ) => transaction(fn, { tenantId, items: [item] });
 
   function checkSource(source: string, ctx: CallContext | undefined, forWhat: string): number {
     // The tenant's policy as its operation last resolved it (recordState resolves it first).
@@ -164,6 +167,7 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
     tenantOf,
     now,
     tenantTransaction,
+    itemTransaction,
     append,
     checkSource,
     maxTrust,

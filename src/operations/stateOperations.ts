@@ -59,116 +59,109 @@ export function stateOperations(
       const { sensitivity } = classify(key, input.value);
       const metadata = input.metadata ?? {};
 
-      return tenantTransaction(
-        tenantId,
-        async (tx) => {
-          const current = await tx.lockItem(tenantId, input.session_id, key);
-          const currentVersion = current?.version ?? 0;
-          if (input.expected_version !== undefined && input.expected_version !== currentVersion) {
-            throw new GatehouseError(
-              'version_conflict',
-              `Item '${key}' is at version ${currentVersion}, not the expected ${input.expected_version}.`,
-            );
-          }
-          const at = now();
-          const outcome = decideWrite(current, { value: input.value, type: input.type, trust });
-          if (outcome === 'unchanged') {
-            return { outcome, changed: false, item: current!, conflict: null, event_id: null };
-          }
-          if (outcome === 'conflict') {
-            const cur = current!;
-            const open = await tx.listConflicts(tenantId, {
-              session_id: input.session_id,
-              key,
-              status: 'open',
-            });
-            const same = open.find(
-              (c) =>
-                c.proposed.value === input.value &&
-                c.proposed.source === input.source &&
-                c.proposed.type === input.type,
-            );
-            if (same) return { outcome, changed: false, item: cur, conflict: same, event_id: null };
-            const conflict: Conflict = {
-              conflict_id: ids('cfl'),
-              session_id: input.session_id,
-              key,
-              status: 'open',
-              current: {
-                value: cur.value,
-                type: cur.type,
-                source: cur.source,
-                trust: cur.trust,
-                version: cur.version,
-              },
-              proposed: { value: input.value, type: input.type, source: input.source, trust, metadata },
-              resolution: null,
-              created_at: at,
-              resolved_at: null,
-            };
-            await tx.insertConflict(tenantId, conflict);
-            await tx.setItemStatus(tenantId, input.session_id, key, 'conflicted');
-            const [event] = await append(tx, tenantId, [
-              {
-                type: 'state_conflict',
-                session_id: input.session_id,
-                data: {
-                  conflict_id: conflict.conflict_id,
-                  key,
-                  current: { ...conflict.current, value: valueData(cur) },
-                  proposed: {
-                    value: valueData({ key, value: input.value, sensitivity }),
-                    type: input.type,
-                    source: input.source,
-                    trust,
-                  },
-                },
-              },
-            ]);
-            return {
-              outcome,
-              changed: false,
-              item: { ...cur, status: 'conflicted' },
-              conflict,
-              event_id: event!.event_id,
-            };
-          }
-          // created or superseded: a new version; a higher-trust write settles open conflicts.
-          const settled =
-            current?.status === 'conflicted'
-              ? await tx.listConflicts(tenantId, { session_id: input.session_id, key, status: 'open' })
-              : [];
-          const item: StateItem = {
+      return shared.itemTransaction(tenantId, { sessionId: input.session_id, key }, async (tx) => {
+        const current = await tx.lockItem(tenantId, input.session_id, key);
+        const currentVersion = current?.version ?? 0;
+        if (input.expected_version !== undefined && input.expected_version !== currentVersion) {
+          throw new GatehouseError(
+            'version_conflict',
+            `Item '${key}' is at version ${currentVersion}, not the expected ${input.expected_version}.`,
+          );
+        }
+        const at = now();
+        const outcome = decideWrite(current, { value: input.value, type: input.type, trust });
+        if (outcome === 'unchanged') {
+          return { outcome, changed: false, item: current!, conflict: null, event_id: null };
+        }
+        if (outcome === 'conflict') {
+          const cur = current!;
+          const open = await tx.listConflicts(tenantId, {
             session_id: input.session_id,
             key,
-            value: input.value,
-            type: input.type,
-            source: input.source,
-            trust,
-            sensitivity,
-            category: keyCategory(key),
-            version: currentVersion + 1,
-            status: 'current',
-            metadata,
-            updated_at: at,
-          };
-          await tx.insertItemVersion(tenantId, item);
-          const known =
-            Object.keys(metadata).length === 0
-              ? new Set<string>()
-              : await sessionSecrets(tx, tenantId, input.session_id);
-          const settledDrafts = await supersedeConflicts(tx, tenantId, settled, {
-            at,
-            version: item.version,
+            status: 'open',
           });
-          const events = await append(tx, tenantId, [
-            stateChangeDraft(item, { previousVersion: current?.version ?? null, secrets: known }),
-            ...settledDrafts,
+          const same = open.find(
+            (c) =>
+              c.proposed.value === input.value &&
+              c.proposed.source === input.source &&
+              c.proposed.type === input.type,
+          );
+          if (same) return { outcome, changed: false, item: cur, conflict: same, event_id: null };
+          const conflict: Conflict = {
+            conflict_id: ids('cfl'),
+            session_id: input.session_id,
+            key,
+            status: 'open',
+            current: {
+              value: cur.value,
+              type: cur.type,
+              source: cur.source,
+              trust: cur.trust,
+              version: cur.version,
+            },
+            proposed: { value: input.value, type: input.type, source: input.source, trust, metadata },
+            resolution: null,
+            created_at: at,
+            resolved_at: null,
+          };
+          await tx.insertConflict(tenantId, conflict);
+          await tx.setItemStatus(tenantId, input.session_id, key, 'conflicted');
+          const [event] = await append(tx, tenantId, [
+            {
+              type: 'state_conflict',
+              session_id: input.session_id,
+              data: {
+                conflict_id: conflict.conflict_id,
+                key,
+                current: { ...conflict.current, value: valueData(cur) },
+                proposed: {
+                  value: valueData({ key, value: input.value, sensitivity }),
+                  type: input.type,
+                  source: input.source,
+                  trust,
+                },
+              },
+            },
           ]);
-          return { outcome, changed: true, item, conflict: null, event_id: events[0]!.event_id };
-        },
-        [{ sessionId: input.session_id, key }],
-      );
+          return {
+            outcome,
+            changed: false,
+            item: { ...cur, status: 'conflicted' },
+            conflict,
+            event_id: event!.event_id,
+          };
+        }
+        // created or superseded: a new version; a higher-trust write settles open conflicts.
+        const settled =
+          current?.status === 'conflicted'
+            ? await tx.listConflicts(tenantId, { session_id: input.session_id, key, status: 'open' })
+            : [];
+        const item: StateItem = {
+          session_id: input.session_id,
+          key,
+          value: input.value,
+          type: input.type,
+          source: input.source,
+          trust,
+          sensitivity,
+          category: keyCategory(key),
+          version: currentVersion + 1,
+          status: 'current',
+          metadata,
+          updated_at: at,
+        };
+        await tx.insertItemVersion(tenantId, item);
+        const known =
+          Object.keys(metadata).length === 0
+            ? new Set<string>()
+            : await sessionSecrets(tx, tenantId, input.session_id);
+        const settledDrafts = await supersedeConflicts(tx, tenantId, settled, { at, version: item.version });
+        const events = await append(tx, tenantId, [
+          stateChangeDraft(item, { previousVersion: current?.version ?? null, secrets: known }),
+          ...settledDrafts,
+        ]);
+        return { outcome, changed: true, item, conflict: null, event_id: events[0]!.event_id };
+      });
     },
 
     async getItem(sessionId, key, ctx) {
