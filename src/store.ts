@@ -380,6 +380,12 @@ export interface TransactionOptions {
    * @default false
    */
   rerunnable?: boolean;
+  /**
+   * Items of `tenantId` the transaction will lock with {@link StoreTx.lockItem}: a store may lock
+   * and read them with its first statements, together with the chain head (PostgreSQL: in the
+   * batch's first round trip). A hint; the transaction may lock other items too.
+   */
+  items?: ReadonlyArray<{ sessionId: string; key: string }>;
 }
 
 /** A Gatehouse database. */

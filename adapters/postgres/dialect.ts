@@ -4,12 +4,14 @@
  * with data-modifying CTEs, one round trip instead of several.
  */
 import { numberPlaceholders, type SqlDialect, type Statement } from '../sql/dialect.js';
+import { listSessionItemsByKey } from '../sql/statements.js';
 
 /** The PostgreSQL dialect. */
 export const postgresDialect: SqlDialect = {
   name: 'postgres',
   placeholders: numberPlaceholders,
   eventsIndex: () => '',
+  listSessionItems: listSessionItemsByKey,
   lockCurrentItem: ' FOR UPDATE OF i',
   // One statement: inserts a seq-0 placeholder on the tenant's first append, otherwise takes the
   // row lock. A concurrent appender waits here and then sees the head as last committed.

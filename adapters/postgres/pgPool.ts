@@ -13,8 +13,11 @@ export interface PostgresQueryResult<R = any> {
   fields: Array<{ name: string; dataTypeID: number }>;
 }
 
-/** A query: text and values, or a config object (`rowMode: 'array'` for positional rows). */
-export type PostgresQuery = { text: string; values?: readonly unknown[]; rowMode?: 'array' };
+/**
+ * A query as a config object: `rowMode: 'array'` for positional rows; `name` prepares it once
+ * per connection under that name.
+ */
+export type PostgresQuery = { text: string; values?: readonly unknown[]; rowMode?: 'array'; name?: string };
 
 /** What runs queries: a pool or one client. */
 export interface PostgresQueryable {
@@ -43,6 +46,8 @@ export interface PostgresPoolConfig {
   max: number;
   idleTimeoutMillis: number;
   connectionTimeoutMillis: number;
+  /** Send queries without waiting for the previous one's answer (pg ≥ 8.23). */
+  pipeline: boolean;
   onConnect: (client: PostgresQueryable) => Promise<void>;
 }
 

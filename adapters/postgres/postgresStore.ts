@@ -11,7 +11,9 @@
  *   batch at a time per store, one database transaction per batch that locks its tenants' chain
  *   heads first, in tenant order, then runs each caller in a savepoint. The chain-head lock is
  *   taken and the COMMIT paid once per batch, and item locks are only ever taken under the
- *   tenant's chain-head lock, so batches of several instances cannot deadlock;
+ *   tenant's chain-head lock, so batches of several instances cannot deadlock. The batch's
+ *   connection pipelines (./pipelinedBatch.ts): a batch of evaluations is two round trips;
+ * - statements whose result columns are spelled out are prepared once per connection;
  * - webhook deliveries are claimed with `FOR UPDATE SKIP LOCKED` and a lease;
  * - API keys found by hash are cached while a LISTEN connection hears every revocation of the
  *   schema (./keyRevocations.ts); a revocation returns once its NOTIFY came back to this store;
@@ -29,9 +31,10 @@ import { ApiKeyCache } from '../sql/apiKeyCache.js';
 import type { Statement } from '../sql/dialect.js';
 import { assertEmptyForLoad, dumpTables, loadRecords } from '../sql/dumpLoad.js';
 import type { SqlExecutor } from '../sql/executor.js';
-import { type BatchConnection, type BatchMember, GroupCommitQueue, runBatch } from '../sql/groupCommit.js';
+import { type BatchMember, GroupCommitQueue, runBatch } from '../sql/groupCommit.js';
 import { apiKeyValues, num, type Row, str } from '../sql/rows.js';
 import * as sql from '../sql/statements.js';
+import type { DeferredWrite } from '../sql/storeOperations.js';
 import * as operations from '../sql/storeOperations.js';
 import { postgresDialect } from './dialect.js';
 import { KeyRevocationListener, REVOKE_AND_NOTIFY } from './keyRevocations.js';
@@ -40,9 +43,11 @@ import {
   createPostgresPool,
   type PostgresClient,
   type PostgresPool,
+  type PostgresQuery,
   type PostgresQueryable,
   type PostgresQueryResult,
 } from './pgPool.js';
+import { PipelinedBatch } from './pipelinedBatch.js';
 
 /** Options for {@link openPostgresStore}. */
 export interface PostgresStoreOptions {
@@ -112,26 +117,55 @@ const INTEGER_TYPES = new Set([20, 21, 23]);
 /** Rows per INSERT when loading a dump (PostgreSQL allows 65535 parameters per statement). */
 const LOAD_BATCH_ROWS = 500;
 
-/** `?` placeholders numbered once per SQL text. */
-const numbered = new Map<string, string>();
-function toPostgres(text: string): string {
-  let out = numbered.get(text);
+/** A shared statement's text in PostgreSQL's form, and its prepared-statement name if it has one. */
+interface Prepared {
+  text: string;
+  name: string | undefined;
+}
+
+/** Most distinct texts remembered (and prepared on each connection that runs them). */
+const PREPARED_MAX = 1000;
+const prepared = new Map<string, Prepared>();
+
+/**
+ * `?` placeholders numbered once per SQL text, and a name for each text whose result columns are
+ * spelled out: a named statement is parsed and planned once per connection instead of on every
+ * run (planning the session read of an evaluation cost more than running it). A text with `*`
+ * stays unnamed: a column added by a later migration would change its result type, which a
+ * prepared statement refuses.
+ */
+function toPostgres(text: string): Prepared {
+  let out = prepared.get(text);
   if (out === undefined) {
-    out = postgresDialect.placeholders(text);
-    // Dynamic texts (filters, id lists, load batches) come in a bounded number of shapes.
-    if (numbered.size < 1000) numbered.set(text, out);
+    // Dynamic texts (filters, id lists, row counts) come in a bounded number of shapes.
+    const remembered = prepared.size < PREPARED_MAX;
+    out = {
+      text: postgresDialect.placeholders(text),
+      name: remembered && !text.includes('*') ? `gatehouse_${prepared.size + 1}` : undefined,
+    };
+    if (remembered) prepared.set(text, out);
   }
   return out;
 }
 
+/** A query for `pg`: the statement's PostgreSQL text, its name when it has one, its values. */
+function toQuery(text: string, values: readonly unknown[] = [], rowMode?: 'array'): PostgresQuery {
+  const { text: pgText, name } = toPostgres(text);
+  return {
+    text: pgText,
+    values,
+    ...(name === undefined ? {} : { name }),
+    ...(rowMode === undefined ? {} : { rowMode }),
+  };
+}
+
 /** Runs the shared statements over a pool (committed data) or a transaction's client. */
 function createExecutor(db: PostgresQueryable): SqlExecutor {
-  const query = (text: string, args: readonly unknown[] = []) => db.query<Row>(toPostgres(text), args);
+  const query = (text: string, args?: readonly unknown[]) => db.query<Row>(toQuery(text, args));
   return {
     all: async (text, args) => (await query(text, args)).rows,
     get: async (text, args) => (await query(text, args)).rows[0],
-    rows: async (text, args = []) =>
-      (await db.query<unknown[]>({ text: toPostgres(text), values: args, rowMode: 'array' })).rows,
+    rows: async (text, args) => (await db.query<unknown[]>(toQuery(text, args, 'array'))).rows,
     run: async (text, args) => (await query(text, args)).rowCount ?? 0,
     runReturning: async (text, args) => (await query(text, args)).rows,
     runAll: async (statements) => {
@@ -239,6 +273,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     max: options.pool?.max ?? 10,
     idleTimeoutMillis: options.pool?.idleTimeoutMillis ?? 10_000,
     connectionTimeoutMillis: options.pool?.connectionTimeoutMillis ?? 10_000,
+    // A group-commit batch sends what it need not wait for together with what it waits for.
+    pipeline: true,
     onConnect: async (client) => {
       await client.query(setSearchPath);
     },
@@ -275,16 +311,9 @@ function createPostgresStore(
   });
   const keyStore = operations.createSqlKeyStore(db);
 
-  /** A transaction's API over one client; `isOpen` false makes every statement fail. */
-  function transactionApi(client: PostgresClient, isOpen: () => boolean): StoreTx {
-    // A tx used after its transaction ended would run on a connection that is back in the pool.
-    const guarded: PostgresQueryable = {
-      query: ((...args: Parameters<PostgresClient['query']>) =>
-        isOpen()
-          ? client.query(...args)
-          : Promise.reject(new Error('This transaction has already ended.'))) as PostgresQueryable['query'],
-    };
-    const txDb = createExecutor(guarded);
+  /** A transaction's API over one connection (`db` refuses statements once it has ended). */
+  function transactionApi(db: PostgresQueryable, defer?: (write: DeferredWrite) => void): StoreTx {
+    const txDb = createExecutor(db);
     return operations.createSqlTx(txDb, postgresDialect, {
       // Taken before reading, so that first writers of a key (no row to lock yet) serialise
       // too; the read that follows is a new statement and sees what the previous holder committed.
@@ -293,48 +322,23 @@ function createPostgresStore(
           JSON.stringify([schema, t, s, k]),
         ]);
       },
+      ...(defer ? { defer } : {}),
     });
   }
 
-  /** Runs one batch of declared-tenant transactions on one pooled connection. */
+  /** Runs one batch of declared-tenant transactions on one pooled connection, pipelined. */
   async function runGroup(batch: readonly BatchMember[]): Promise<void> {
     const client = await pool.connect();
-    let open = false;
-    let broken: Error | undefined;
-    const tx = transactionApi(client, () => open);
-    const connection: BatchConnection = {
-      begin: async () => {
-        await client.query('BEGIN');
-        open = true;
-        return tx;
-      },
-      // One round trip: a simple query may hold both statements.
-      savepoint: async (first) => {
-        await client.query(
-          first ? 'SAVEPOINT gatehouse_tx' : 'RELEASE SAVEPOINT gatehouse_tx; SAVEPOINT gatehouse_tx',
-        );
-      },
-      rollbackToSavepoint: async () => {
-        await client.query('ROLLBACK TO SAVEPOINT gatehouse_tx');
-      },
-      commit: async () => {
-        open = false;
-        await client.query('COMMIT');
-      },
-      rollback: async () => {
-        open = false;
-        await client.query('ROLLBACK').catch((e: Error) => {
-          broken = e;
-          throw e;
-        });
-      },
-      isOpen: () => broken === undefined,
-    };
+    const pipelined = new PipelinedBatch(client, {
+      toQuery,
+      combineWrites: postgresDialect.combineWrites!,
+      transaction: transactionApi,
+    });
     try {
-      await runBatch(batch, connection, { lockTenantsFirst: true });
+      await runBatch(batch, pipelined.connection, { lockTenantsFirst: true });
     } finally {
       // A connection whose ROLLBACK failed is in an unknown state: destroy it, don't pool it.
-      client.release(broken);
+      client.release(pipelined.broken);
     }
   }
   const group = new GroupCommitQueue({ maxBatch: GROUP_COMMIT_MAX, run: runGroup });
@@ -380,8 +384,15 @@ function createPostgresStore(
       if (options?.tenantId !== undefined) return group.enqueue(fn, options);
       return inTransaction(pool, 'BEGIN', async (client) => {
         let finished = false;
+        // A tx used after its transaction ended would run on a connection that is back in the pool.
+        const guarded: PostgresQueryable = {
+          query: ((...args: Parameters<PostgresClient['query']>) =>
+            finished
+              ? Promise.reject(new Error('This transaction has already ended.'))
+              : client.query(...args)) as PostgresQueryable['query'],
+        };
         try {
-          return await fn(transactionApi(client, () => !finished));
+          return await fn(transactionApi(guarded));
         } finally {
           finished = true;
         }
@@ -408,7 +419,7 @@ function createPostgresStore(
       let open = false;
       let broken: Error | undefined;
       const readPage = async (page: Statement) => {
-        const result: PostgresQueryResult<Row> = await client.query<Row>(toPostgres(page.sql), page.args);
+        const result: PostgresQueryResult<Row> = await client.query<Row>(toQuery(page.sql, page.args));
         const integers = new Set(
           result.fields.filter((f) => INTEGER_TYPES.has(f.dataTypeID)).map((f) => f.name),
         );

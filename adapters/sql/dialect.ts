@@ -24,6 +24,11 @@ export interface SqlDialect {
    * filter row by row; PostgreSQL's planner needs no hint.
    */
   eventsIndex(index: string): string;
+  /**
+   * The read of a session's current items (every evaluation runs it), where the dialect needs
+   * its own form; else `listSessionItems` (adapters/sql/statements.ts). Same columns, same order.
+   */
+  readonly listSessionItems?: string;
   /** Appended to the read of an item that the transaction is about to change. */
   readonly lockCurrentItem: string;
   /**

@@ -16,7 +16,7 @@
  * The flush waits for `setImmediate`, not a microtask: over HTTP each request body ends in its
  * own event-loop turn, and only a flush after the poll phase sees the requests that arrived with it.
  */
-import type { ChainHead, StoredWebhook, StoreTx, TransactionOptions } from '../../src/index.js';
+import type { ChainHead, StateItem, StoredWebhook, StoreTx, TransactionOptions } from '../../src/index.js';
 
 /** One caller's transaction, waiting for its batch. */
 export interface BatchMember {
@@ -24,6 +24,8 @@ export interface BatchMember {
   readonly tenantId: string | undefined;
   /** `fn` may run again (see {@link TransactionOptions.rerunnable}): it needs no savepoint of its own. */
   readonly rerunnable?: boolean | undefined;
+  /** Items of `tenantId` it will lock (see {@link TransactionOptions.items}). */
+  readonly items?: TransactionOptions['items'];
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -49,29 +51,40 @@ export interface BatchConnection {
 /** Options for {@link runBatch}. */
 export interface RunBatchOptions {
   /**
-   * Lock every member's tenant chain head, in tenant order, before running any member (PostgreSQL:
-   * two instances' batches then never wait on each other's chain heads or items in opposite
-   * orders). Every member must declare its tenant; a member that appends to a tenant no member
-   * of the batch declared is refused.
+   * Lock every member's tenant chain head, in tenant order, and read its webhook list, before
+   * running any member (PostgreSQL: two instances' batches then never wait on each other's chain
+   * heads or items in opposite orders); then lock and read the items members declared, in order.
+   * Every member must declare its tenant; a member that appends to a tenant no member of the
+   * batch declared is refused.
    */
   lockTenantsFirst: boolean;
   /** Called after a member's writes were undone (to drop caches built on them). */
   onRolledBack?: () => void;
 }
 
-/** The per-batch view of the chain heads and webhook lists, read once per batch. */
+/** The per-batch view of the chain heads, webhook lists and locked items, read once per batch. */
 interface BatchCache {
   heads: Map<string, ChainHead | null>;
   webhooks: Map<string, StoredWebhook[]>;
+  /** Items as the batch locked and read them, until a member of the batch writes them. */
+  items: Map<string, StateItem | null>;
 }
 
-const copyCache = (c: BatchCache): BatchCache => ({ heads: new Map(c.heads), webhooks: new Map(c.webhooks) });
+const emptyCache = (): BatchCache => ({ heads: new Map(), webhooks: new Map(), items: new Map() });
+const copyCache = (c: BatchCache): BatchCache => ({
+  heads: new Map(c.heads),
+  webhooks: new Map(c.webhooks),
+  items: new Map(c.items),
+});
+// NUL cannot occur in what reaches a database (inputs are checked; PostgreSQL refuses it in text).
+const itemId = (tenantId: string, sessionId: string, key: string) =>
+  `${tenantId}\u0000${sessionId}\u0000${key}`;
 
 /**
- * Wraps a transaction so that the chain head and the webhook list of a tenant are read once per
- * batch: the batch holds the chain head from its first read to COMMIT, so the next caller's head
- * is the one the previous caller's last append left; the webhook list is read again after a
- * caller of the batch changed it.
+ * Wraps a transaction so that the chain head and the webhook list of a tenant, and a locked
+ * item, are read once per batch: the batch holds the chain head and the item's lock from their
+ * first read to COMMIT, so the next caller's head is the one the previous caller's last append
+ * left; the webhook list and the item are read again after a caller of the batch changed them.
  */
 function cachedTx(
   inner: StoreTx,
@@ -80,6 +93,22 @@ function cachedTx(
 ): StoreTx {
   return {
     ...inner,
+    async lockItem(tenantId, sessionId, key) {
+      const id = itemId(tenantId, sessionId, key);
+      const { items } = cache.current;
+      if (items.has(id)) return items.get(id)!;
+      const item = await inner.lockItem(tenantId, sessionId, key);
+      cache.current.items.set(id, item);
+      return item;
+    },
+    async insertItemVersion(tenantId, item) {
+      cache.current.items.delete(itemId(tenantId, item.session_id, item.key));
+      await inner.insertItemVersion(tenantId, item);
+    },
+    async setItemStatus(tenantId, sessionId, key, status) {
+      cache.current.items.delete(itemId(tenantId, sessionId, key));
+      await inner.setItemStatus(tenantId, sessionId, key, status);
+    },
     async lockChainHead(tenantId) {
       const { heads } = cache.current;
       if (heads.has(tenantId)) return heads.get(tenantId)!;
@@ -133,13 +162,21 @@ export async function runBatch(
 ): Promise<void> {
   let pending = members;
   while (pending.length > 0) {
-    const cache = { current: { heads: new Map(), webhooks: new Map() } as BatchCache };
+    const cache = { current: emptyCache() };
     const tenants = options.lockTenantsFirst ? tenantsOf(pending) : null;
     let tx: StoreTx;
     try {
       tx = cachedTx(await connection.begin(), cache, tenants);
       // Sorted: every batch takes the chain heads in the same order, so no two wait on each other.
-      for (const t of [...(tenants ?? [])].sort()) await tx.lockChainHead(t);
+      // Asked all at once (a pipelining store sends them in one round trip), each tenant's webhook
+      // list after its lock, as its first append would read it.
+      if (tenants) {
+        await Promise.all([
+          ...[...tenants].sort().flatMap((t) => [tx.lockChainHead(t), tx.listWebhooks(t)]),
+          // Under the chain heads, as every item lock of these tenants is taken.
+          ...declaredItems(pending).map(([t, s, k]) => tx.lockItem(t, s, k)),
+        ]);
+      }
     } catch (error) {
       await connection.rollback().catch(() => undefined);
       for (const m of pending) m.reject(error);
@@ -210,6 +247,19 @@ export async function runBatch(
   }
 }
 
+/** The items members declared, each once, in (tenant, session, key) order. */
+function declaredItems(members: readonly BatchMember[]): [string, string, string][] {
+  const byId = new Map<string, [string, string, string]>();
+  for (const m of members) {
+    if (m.tenantId === undefined) continue;
+    for (const { sessionId, key } of m.items ?? []) {
+      byId.set(itemId(m.tenantId, sessionId, key), [m.tenantId, sessionId, key]);
+    }
+  }
+  const order = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  return [...byId.values()].sort((a, b) => order(a[0], b[0]) || order(a[1], b[1]) || order(a[2], b[2]));
+}
+
 function tenantsOf(members: readonly BatchMember[]): Set<string> {
   const tenants = new Set<string>();
   for (const m of members) if (m.tenantId !== undefined) tenants.add(m.tenantId);
@@ -257,6 +307,7 @@ export class GroupCommitQueue {
         fn,
         tenantId: options?.tenantId,
         rerunnable: options?.rerunnable,
+        ...(options?.items ? { items: options.items } : {}),
         resolve: resolve as (value: unknown) => void,
         reject,
       });

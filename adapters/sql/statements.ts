@@ -43,8 +43,25 @@ export const listItemVersions = `${ITEM_VERSION_SELECT}
  * `itemsFromRows`): it runs on every evaluation, so no row objects are built and read back, and
  * the tenant and session strings are not copied out for each item.
  */
-export const listSessionItems = `SELECT v.key, v.value, v.type, v.source, v.trust, v.sensitivity, v.category, v.version, i.status, v.metadata, v.updated_at
+const SESSION_ITEM_COLUMNS =
+  'v.key, v.value, v.type, v.source, v.trust, v.sensitivity, v.category, v.version, i.status, v.metadata, v.updated_at';
+export const listSessionItems = `SELECT ${SESSION_ITEM_COLUMNS}
   FROM state_items i ${ITEM_JOIN}
+  WHERE i.tenant_id = ? AND i.session_id = ? ORDER BY i.key`;
+
+/**
+ * {@link listSessionItems} with each item's version found by its full primary key, one lookup per
+ * item in key order (for PostgreSQL, see `SqlDialect.listSessionItems`). PostgreSQL flattens a
+ * plain join and, without table statistics (a new schema), plans it as a nested loop that
+ * scans the whole session's versions for every item: quadratic in the session's size. `LIMIT 1`
+ * keeps the subquery apart.
+ */
+export const listSessionItemsByKey = `SELECT ${SESSION_ITEM_COLUMNS}
+  FROM state_items i CROSS JOIN LATERAL (
+    SELECT x.key, x.value, x.type, x.source, x.trust, x.sensitivity, x.category, x.version, x.metadata, x.updated_at
+    FROM state_versions x
+    WHERE x.tenant_id = i.tenant_id AND x.session_id = i.session_id AND x.key = i.key AND x.version = i.version
+    LIMIT 1) v
   WHERE i.tenant_id = ? AND i.session_id = ? ORDER BY i.key`;
 
 /** Writes a new version of an item. */
@@ -156,22 +173,33 @@ export const getEventById = 'SELECT * FROM events WHERE event_id = ?';
 /** A page of a tenant's events in seq order, after a seq. */
 export const scanEvents = 'SELECT * FROM events WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?';
 
+const INSERT_EVENTS =
+  'INSERT INTO events (tenant_id, seq, event_id, type, session_id, decision_id, occurred_at, data, prev_hash, hash) VALUES ';
+const eventValues = (tenantId: string, e: StoredEvent): unknown[] => [
+  tenantId,
+  e.seq,
+  e.event_id,
+  e.type,
+  e.session_id,
+  e.decision_id,
+  e.occurred_at,
+  JSON.stringify(e.data),
+  e.prev_hash,
+  e.hash,
+];
+
+// Built once: the SQLite store finds its prepared statement by this text on every append.
+const INSERT_EVENT = INSERT_EVENTS + tuples(10, 1);
+
 export function insertEvent(tenantId: string, e: StoredEvent): Statement {
+  return { sql: INSERT_EVENT, args: eventValues(tenantId, e) };
+}
+
+/** Several events of one tenant in one statement. */
+export function insertEvents(tenantId: string, events: readonly StoredEvent[]): Statement {
   return {
-    sql: `INSERT INTO events (tenant_id, seq, event_id, type, session_id, decision_id, occurred_at, data, prev_hash, hash)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    args: [
-      tenantId,
-      e.seq,
-      e.event_id,
-      e.type,
-      e.session_id,
-      e.decision_id,
-      e.occurred_at,
-      JSON.stringify(e.data),
-      e.prev_hash,
-      e.hash,
-    ],
+    sql: INSERT_EVENTS + tuples(10, events.length),
+    args: events.flatMap((e) => eventValues(tenantId, e)),
   };
 }
 
@@ -264,22 +292,32 @@ export function listDeliveries(
   };
 }
 
+const INSERT_DELIVERIES =
+  'INSERT INTO deliveries (delivery_id, tenant_id, webhook_id, event_id, event_type, status, attempts, next_attempt_at, created_at, updated_at, traceparent) VALUES ';
+const DELIVERY_TUPLE = "(?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)";
+const INSERT_DELIVERY = INSERT_DELIVERIES + DELIVERY_TUPLE;
+const deliveryValues = (tenantId: string, d: NewDelivery): unknown[] => [
+  d.delivery_id,
+  tenantId,
+  d.webhook_id,
+  d.event_id,
+  d.event_type,
+  d.next_attempt_at,
+  d.created_at,
+  d.created_at,
+  d.traceparent ?? null,
+];
+
 /** A new outbox row: pending, no attempt yet. */
 export function insertDelivery(tenantId: string, d: NewDelivery): Statement {
+  return { sql: INSERT_DELIVERY, args: deliveryValues(tenantId, d) };
+}
+
+/** Several outbox rows of one tenant in one statement. */
+export function insertDeliveries(tenantId: string, rows: readonly NewDelivery[]): Statement {
   return {
-    sql: `INSERT INTO deliveries (delivery_id, tenant_id, webhook_id, event_id, event_type, status, attempts, next_attempt_at, created_at, updated_at, traceparent)
-      VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)`,
-    args: [
-      d.delivery_id,
-      tenantId,
-      d.webhook_id,
-      d.event_id,
-      d.event_type,
-      d.next_attempt_at,
-      d.created_at,
-      d.created_at,
-      d.traceparent ?? null,
-    ],
+    sql: INSERT_DELIVERIES + Array(rows.length).fill(DELIVERY_TUPLE).join(', '),
+    args: rows.flatMap((d) => deliveryValues(tenantId, d)),
   };
 }
 
@@ -415,8 +453,7 @@ export function dumpPage(
 
 /** Inserts `rows` rows of `columns` (names already checked against the schema, then quoted). */
 export function insertRows(table: string, columns: readonly string[], rows: number): string {
-  const tuple = `(${marks(columns.length)})`;
-  return `INSERT INTO ${quoteIdent(table)} (${columns.map(quoteIdent).join(', ')}) VALUES ${Array(rows).fill(tuple).join(', ')}`;
+  return `INSERT INTO ${quoteIdent(table)} (${columns.map(quoteIdent).join(', ')}) VALUES ${tuples(columns.length, rows)}`;
 }
 
 /** An SQL identifier, quoted (the same in both dialects). */
@@ -426,6 +463,13 @@ export function quoteIdent(name: string): string {
 
 function marks(count: number): string {
   return Array(count).fill('?').join(', ');
+}
+
+/** `rows` tuples of `columns` placeholders each, for a multi-row VALUES. */
+function tuples(columns: number, rows: number): string {
+  return Array(rows)
+    .fill(`(${marks(columns)})`)
+    .join(', ');
 }
 
 /** AND-ed conditions, each with one `?`, added only for a defined value. */

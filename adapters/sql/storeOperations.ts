@@ -7,12 +7,14 @@ import type {
   DeliveryAttempt,
   HistoryEvent,
   KeyStore,
+  NewDelivery,
   OutboxStore,
+  StoredEvent,
   StoredWebhook,
   StoreReader,
   StoreTx,
 } from '../../src/index.js';
-import type { SqlDialect } from './dialect.js';
+import type { SqlDialect, Statement } from './dialect.js';
 import type { SqlExecutor } from './executor.js';
 import { createPolicyReader, createPolicyWriter } from './policyOperations.js';
 import {
@@ -36,6 +38,7 @@ import * as sql from './statements.js';
 /** The reads, over committed data (a pool, a connection) or a transaction (its own writes too). */
 export function createSqlReader(db: SqlExecutor, dialect: SqlDialect): StoreReader {
   const one = async (text: string, args: readonly unknown[]) => db.get(text, args);
+  const listItemsSql = dialect.listSessionItems ?? sql.listSessionItems;
   return {
     ...createPolicyReader(db),
     async getItem(t, s, k) {
@@ -50,7 +53,7 @@ export function createSqlReader(db: SqlExecutor, dialect: SqlDialect): StoreRead
       return (await db.all(sql.listItemVersions, [t, s, k])).map((r) => rowToItem(r));
     },
     async listItems(t, s) {
-      return itemsFromRows(s, await db.rows(sql.listSessionItems, [t, s]));
+      return itemsFromRows(s, await db.rows(listItemsSql, [t, s]));
     },
     async getConflict(t, id) {
       const r = await one(sql.getConflict, [t, id]);
@@ -90,34 +93,62 @@ export function createSqlReader(db: SqlExecutor, dialect: SqlDialect): StoreRead
   };
 }
 
-/** What a store does before reading an item it is about to change (PostgreSQL: an advisory lock). */
+/**
+ * A write whose result the transaction does not read: a store may hold it back and send it with
+ * the next statement, or merge it with others of its kind ({@link TxHooks.defer}).
+ */
+export type DeferredWrite =
+  | { kind: 'event'; tenantId: string; event: StoredEvent }
+  | { kind: 'deliveries'; tenantId: string; rows: readonly NewDelivery[] }
+  /** Statements run in this order, as one where the dialect can combine them. */
+  | { kind: 'statements'; statements: readonly Statement[] };
+
+/** What a store adds to the shared transaction code. */
 export interface TxHooks {
+  /** Runs before reading an item the transaction is about to change (PostgreSQL: an advisory lock). */
   beforeLockItem?(tenantId: string, sessionId: string, key: string): Promise<void>;
+  /**
+   * Takes a write instead of running it now. The store must run it before any later statement
+   * of the transaction and before its COMMIT, so that the transaction reads its own writes.
+   */
+  defer?(write: DeferredWrite): void;
 }
 
 /** The reads and writes of one transaction. */
 export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks = {}): StoreTx {
   const lockItemSql = sql.lockCurrentItem(dialect);
+  const { beforeLockItem, defer } = hooks;
+  /** Runs the statements now, or hands them to the store to run with its next one. */
+  const write = async (statements: readonly Statement[]) => {
+    if (defer) defer({ kind: 'statements', statements });
+    else await db.runAll(statements);
+  };
   return {
     ...createSqlReader(db, dialect),
     ...createPolicyWriter(db),
     async lockItem(t, s, k) {
-      await hooks.beforeLockItem?.(t, s, k);
-      const r = await db.get(lockItemSql, [t, s, k]);
+      if (!beforeLockItem) {
+        const r = await db.get(lockItemSql, [t, s, k]);
+        return r ? rowToItem(r) : null;
+      }
+      // Both sent at once where the driver pipelines: the read is a later statement, so it still
+      // runs after the lock is granted and sees what the previous holder committed.
+      const [, r] = await Promise.all([beforeLockItem(t, s, k), db.get(lockItemSql, [t, s, k])]);
       return r ? rowToItem(r) : null;
     },
     async insertItemVersion(t, item) {
-      await db.runAll([sql.insertItemVersion(t, item), sql.upsertCurrentItem(t, item)]);
+      await write([sql.insertItemVersion(t, item), sql.upsertCurrentItem(t, item)]);
     },
     async setItemStatus(t, s, k, status) {
-      await db.run(sql.setItemStatus, [status, t, s, k]);
+      await write([{ sql: sql.setItemStatus, args: [status, t, s, k] }]);
     },
     async insertConflict(t, c) {
-      const q = sql.insertConflict(t, c);
-      await db.run(q.sql, q.args);
+      await write([sql.insertConflict(t, c)]);
     },
     async updateConflict(t, id, patch) {
-      await db.run(sql.updateConflict, [patch.status, patch.resolution, patch.resolved_at, t, id]);
+      await write([
+        { sql: sql.updateConflict, args: [patch.status, patch.resolution, patch.resolved_at, t, id] },
+      ]);
     },
     async lockChainHead(t) {
       const q = dialect.lockChainHead(t);
@@ -126,11 +157,13 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
       return seq === 0 ? null : { seq, hash: str(r!['hash']) };
     },
     async appendEvent(t, e) {
-      await db.runAll([sql.insertEvent(t, e), sql.moveChainHead(t, e)]);
+      if (defer) defer({ kind: 'event', tenantId: t, event: e });
+      else await db.runAll([sql.insertEvent(t, e), sql.moveChainHead(t, e)]);
     },
     async insertDeliveries(t, rows) {
       if (rows.length === 0) return;
-      await db.runAll(rows.map((d) => sql.insertDelivery(t, d)));
+      if (defer) defer({ kind: 'deliveries', tenantId: t, rows });
+      else await db.runAll(rows.map((d) => sql.insertDelivery(t, d)));
     },
     async insertWebhook(t, w) {
       const q = sql.insertWebhook(t, w);

@@ -58,6 +58,12 @@ export interface OperationContext {
     fn: (tx: StoreTx) => Promise<T>,
     options?: Pick<TransactionOptions, 'rerunnable'>,
   ): Promise<T>;
+  /** {@link tenantTransaction} that will lock `item`: the store may lock and read it up front. */
+  itemTransaction<T>(
+    tenantId: string,
+    item: { sessionId: string; key: string },
+    fn: (tx: StoreTx) => Promise<T>,
+  ): Promise<T>;
   /** {@link appendEvents} with this instance's IDs, clock and delivery hook. */
   append(tx: StoreTx, tenantId: string, drafts: readonly EventDraft[]): Promise<StoredEvent[]>;
   /**
@@ -105,6 +111,11 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
     fn: (tx: StoreTx) => Promise<T>,
     options?: Pick<TransactionOptions, 'rerunnable'>,
   ) => transaction(fn, { ...options, tenantId });
+  const itemTransaction = <T>(
+    tenantId: string,
+    item: { sessionId: string; key: string },
+    fn: (tx: StoreTx) => Promise<T>,
+  ) => transaction(fn, { tenantId, items: [item] });
 
   function checkSource(source: string, ctx: CallContext | undefined, forWhat: string): number {
     // The tenant's policy as its operation last resolved it (recordState resolves it first).
@@ -163,6 +174,7 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
     tenantOf,
     now,
     tenantTransaction,
+    itemTransaction,
     append,
     checkSource,
     maxTrust,

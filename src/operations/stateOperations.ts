@@ -59,7 +59,7 @@ export function stateOperations(
       const { sensitivity } = classify(key, input.value);
       const metadata = input.metadata ?? {};
 
-      return tenantTransaction(tenantId, async (tx) => {
+      return shared.itemTransaction(tenantId, { sessionId: input.session_id, key }, async (tx) => {
         const current = await tx.lockItem(tenantId, input.session_id, key);
         const currentVersion = current?.version ?? 0;
         if (input.expected_version !== undefined && input.expected_version !== currentVersion) {

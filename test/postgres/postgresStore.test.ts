@@ -16,6 +16,7 @@ import {
   type DumpRecord,
   GatehouseError,
   type Store,
+  type StoreTx,
   systemRandomBytes,
 } from '../../src/index.js';
 import { runStoreContract } from '../store/contract.js';
@@ -180,6 +181,179 @@ describe.skipIf(!url)('PostgreSQL', () => {
       }
     });
 
+    /**
+     * Records, per database transaction of `store`, the statements its connection was asked to
+     * run (BEGIN to COMMIT or ROLLBACK), as their first words.
+     */
+    function recordTransactions(store: PostgresStore): string[][] {
+      const pool = store.pool as unknown as { connect: (...args: unknown[]) => unknown };
+      const connect = pool.connect.bind(pool);
+      const seen = new WeakSet<object>();
+      const transactions: string[][] = [];
+      const watch = (client: { query: (...args: unknown[]) => unknown }) => {
+        if (seen.has(client)) return client;
+        seen.add(client);
+        const query = client.query.bind(client);
+        let current: string[] | undefined;
+        client.query = (...args: unknown[]) => {
+          const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text: string }).text;
+          const words = text.replace(/\s+/g, ' ').trim().split(' ').slice(0, 4).join(' ');
+          if (text === 'BEGIN') {
+            current = [];
+            transactions.push(current);
+          }
+          current?.push(words);
+          if (text === 'COMMIT' || text === 'ROLLBACK') current = undefined;
+          return query(...args);
+        };
+        return client;
+      };
+      // pool.query checks out with a callback; transactions with the promise form.
+      pool.connect = (...args: unknown[]) => {
+        const callback = args[0] as ((e: unknown, c?: unknown, done?: unknown) => void) | undefined;
+        if (typeof callback === 'function') {
+          return connect((e: unknown, c: { query: (...a: unknown[]) => unknown }, done: unknown) =>
+            callback(e, c && watch(c), done),
+          );
+        }
+        return (connect() as Promise<{ query: (...a: unknown[]) => unknown }>).then(watch);
+      };
+      return transactions;
+    }
+
+    it('commits a batch of evaluations with five statements however many callers it holds', async () => {
+      const store = await open();
+      try {
+        const gh = createGatehouse({ store });
+        await gh.evaluate({ session_id: 's1', action: 'files.read' });
+        const transactions = recordTransactions(store);
+        await Promise.all(
+          Array.from({ length: 12 }, (_, i) =>
+            gh.evaluate({ session_id: 's1', action: 'files.read', params: { i } }),
+          ),
+        );
+        // BEGIN, the chain head's lock and the webhook list (sent together), then every caller's
+        // event in one INSERT that moves the chain head, and COMMIT (sent together).
+        expect(transactions.length).toBeLessThan(12);
+        for (const t of transactions) {
+          expect(t).toEqual([
+            'BEGIN',
+            'INSERT INTO chain_heads (tenant_id,',
+            'SELECT * FROM webhooks',
+            'WITH w0 AS (INSERT',
+            'COMMIT',
+          ]);
+        }
+        expect(await gh.verifyHistory()).toMatchObject({ ok: true, checked: 13 });
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('locks and reads the items a batch of state writes declared with its first statements', async () => {
+      const store = await open();
+      try {
+        const gh = createGatehouse({ store });
+        await gh.recordState(item('1'));
+        const transactions = recordTransactions(store);
+        await Promise.all(
+          Array.from({ length: 6 }, (_, i) => gh.recordState({ ...item('2'), key: `k.v${i}` })),
+        );
+        expect(transactions.length).toBeLessThan(6);
+        for (const t of transactions) {
+          const locks = t.filter((w) => w.startsWith('SELECT pg_advisory_xact_lock'));
+          // BEGIN, the chain head, the webhooks, then each item's lock and read; no caller sent
+          // a statement of its own, so none needed a savepoint.
+          expect(t.slice(0, 3 + 2 * locks.length).filter((w) => w.startsWith('SELECT v.*')).length).toBe(
+            locks.length,
+          );
+          expect(t.some((w) => w.includes('SAVEPOINT'))).toBe(false);
+          expect(t.at(-1)).toBe('COMMIT');
+        }
+        const items = await Promise.all(
+          Array.from({ length: 6 }, (_, i) => store.getItem('default', 's1', `k.v${i}`)),
+        );
+        expect(items.map((x) => x?.value)).toEqual(Array(6).fill('2'));
+        expect(await gh.verifyHistory()).toMatchObject({ ok: true, checked: 7 });
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('undoes a caller whose statement fails after writes it held back, and only that caller', async () => {
+      const store = await open();
+      try {
+        const gh = createGatehouse({ store });
+        const w = await gh.createWebhook({ url: 'https://hooks.example.com/p', events: ['*'] });
+        const stored = (await store.getWebhook('default', w.id))!;
+        const opts = { tenantId: 'default' };
+        const transactions = recordTransactions(store);
+        const results = await Promise.allSettled([
+          store.transaction((tx) => tx.insertItemVersion('default', row('k.first')), opts),
+          store.transaction(async (tx) => {
+            await tx.insertItemVersion('default', row('k.failed'));
+            await tx.insertWebhook('default', stored); // the same id again: refused by the database
+          }, opts),
+          store.transaction((tx) => tx.insertItemVersion('default', row('k.second')), opts),
+        ]);
+        expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+        expect(transactions).toHaveLength(1);
+        expect(await store.getItem('default', 's1', 'k.first')).not.toBeNull();
+        expect(await store.getItem('default', 's1', 'k.failed')).toBeNull();
+        expect(await store.getItem('default', 's1', 'k.second')).not.toBeNull();
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('fails every caller of a batch whose held-back writes the database refuses at COMMIT, and writes nothing', async () => {
+      const store = await open();
+      try {
+        const gh = createGatehouse({ store });
+        await gh.recordState(item('100'));
+        // A refusal no input can cause (inputs are checked storable, keys unique by construction):
+        // what a full disk or a lost connection would do to the batch's last statement.
+        await store.pool.query(
+          `ALTER TABLE state_versions ADD CONSTRAINT refuse_test CHECK (value <> 'refused')`,
+        );
+        const opts = { tenantId: 'default' };
+        const results = await Promise.allSettled([
+          store.transaction((tx) => tx.insertItemVersion('default', row('k.one')), opts),
+          store.transaction(
+            (tx) => tx.insertItemVersion('default', { ...row('k.bad'), value: 'refused' }),
+            opts,
+          ),
+          store.transaction((tx) => tx.insertItemVersion('default', row('k.two')), opts),
+        ]);
+        expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+        for (const key of ['k.one', 'k.bad', 'k.two'])
+          expect(await store.getItem('default', 's1', key)).toBeNull();
+        // The connection went back healthy and the chain goes on.
+        await gh.recordState(item('200'));
+        expect(await gh.verifyHistory()).toMatchObject({ ok: true, checked: 2 });
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('refuses the writes of a transaction used after it ended, held-back ones too', async () => {
+      const store = await open();
+      try {
+        let kept: StoreTx | undefined;
+        await store.transaction(
+          async (tx) => {
+            kept = tx;
+          },
+          { tenantId: 't' },
+        );
+        await expect(kept!.insertItemVersion('t', row('k.late'))).rejects.toThrow(/already ended/);
+        await expect(kept!.getItem('t', 's1', 'k.late')).rejects.toThrow(/already ended/);
+        expect(await store.getItem('t', 's1', 'k.late')).toBeNull();
+      } finally {
+        await store.close();
+      }
+    });
+
     it('refuses a transaction that declared one tenant and appends to another', async () => {
       const store = await open();
       try {
@@ -225,7 +399,9 @@ describe.skipIf(!url)('PostgreSQL', () => {
         const pool = store.pool as unknown as { query: (...args: unknown[]) => unknown };
         const query = pool.query.bind(pool);
         pool.query = (...args: unknown[]) => {
-          if (String(args[0]).includes('FROM api_keys WHERE hash')) lookups += 1;
+          // A text, or a query config (the store names its prepared statements).
+          const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string }).text;
+          if (text?.includes('FROM api_keys WHERE hash')) lookups += 1;
           return query(...args);
         };
         return () => lookups;
