@@ -81,7 +81,7 @@ export async function run({ quick }) {
   } catch {
     return { skipped: '@microsoft/agent-governance-sdk is not installed (npm install in this checkout)' };
   }
-  const { compilePolicy, createGatehouse } = await load('src/index.js');
+  const { compilePolicy, createGatehouse, gateStateOf } = await load('src/index.js');
   const { openSqliteStore } = await load('adapters/sqlite/index.js');
   const scratch = scratchDir('peer-agt');
   try {
@@ -91,6 +91,17 @@ export async function run({ quick }) {
       await gatehouse.recordState(item, { allowedSources: OWNER_SOURCES });
     const requests = evaluateRequests('bench');
     const state = Object.fromEntries(sessionItems('bench').map((i) => [i.key, i.value]));
+    // Engine against engine: Gatehouse's compiled policy on the session's state, no I/O, nothing recorded.
+    const gateState = gateStateOf(await store.listItems('default', 'bench'));
+    const policyOnly = (request) =>
+      gatehouse.policy.evaluate({
+        action: request.action,
+        params: request.params ?? {},
+        context: request.context ?? {},
+        state: gateState,
+        conflicts: [],
+        now: new Date(),
+      });
 
     const engine = new agt.PolicyEngine([], agt.ConflictResolutionStrategy.DenyOverrides);
     engine.loadPolicy({
@@ -124,6 +135,7 @@ export async function run({ quick }) {
       {
         agt: { op: (i) => agtEvaluate(requests[i % requests.length]) },
         gatehouse: { op: (i) => gatehouse.evaluate(requests[i % requests.length]) },
+        policy: { op: (i) => policyOnly(requests[i % requests.length]) },
         gatehouse16: {
           op: (i) =>
             Promise.all(
@@ -161,6 +173,12 @@ export async function run({ quick }) {
           label: `gatehouse.evaluate(), durable, ${CONCURRENT} callers at once`,
           ...g16,
           ratio: ratio16,
+        },
+        {
+          name: 'policy_only',
+          label: "Gatehouse's policy.evaluate() alone, in memory, nothing recorded (engine vs engine)",
+          ...results.policy,
+          ratio: results.policy.ops_per_s / base,
         },
       ],
       targets: [

@@ -1,7 +1,9 @@
+import { createHash } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/canonicalJson.js';
+import { hashEvent } from '../../src/history/hashChain.js';
 
 // The RFC 8785 reference package, kept as a dev dependency to pin the serialiser against it.
 const canonicalize = canonicalizeModule as unknown as (input: unknown) => string | undefined;
@@ -45,5 +47,30 @@ describe('canonicalJson', () => {
     const loop: Record<string, unknown> = { a: 1 };
     loop['self'] = loop;
     expect(() => canonicalJson(loop)).toThrow();
+  });
+});
+
+describe('hashEvent', () => {
+  it('hashes the RFC 8785 canonical JSON of all its fields', () => {
+    const field = fc.string({ maxLength: 40 });
+    fc.assert(
+      fc.property(
+        fc.record({
+          tenant_id: field,
+          seq: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
+          event_id: field,
+          type: field,
+          session_id: field,
+          occurred_at: field,
+          data: fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 3 })),
+          prev_hash: field,
+        }),
+        (fields) => {
+          const reference = createHash('sha256').update(canonicalize(fields)!).digest('hex');
+          expect(hashEvent(fields)).toBe(reference);
+        },
+      ),
+      { numRuns: 1000 },
+    );
   });
 });
