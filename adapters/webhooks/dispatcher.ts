@@ -13,7 +13,7 @@
  */
 
 import type { Logger } from 'pino';
-import { type Dispatcher, request } from 'undici';
+import type { Dispatcher } from 'undici';
 import {
   buildWebhookPayload,
   type ClaimedDelivery,
@@ -30,6 +30,7 @@ import { createAttemptDeadlines } from './attemptDeadlines.js';
 import { deliveryTraceHeaders, inDeliverySpan, noteDeliveryOutcome } from './deliverySpan.js';
 import type { Resolver, WebhookUrlPolicy } from './destinationPolicy.js';
 import { createWebhookAgent } from './guardedConnector.js';
+import { postDelivery } from './postDelivery.js';
 
 /** Options for {@link createWebhookDispatcher}. */
 export interface WebhookDispatcherOptions {
@@ -199,32 +200,34 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     let statusCode: number | null = null;
     let retryAfter: number | undefined;
     let error: string | null = null;
-    const deadline = deadlines.start();
+    let done: (() => void) | undefined;
     try {
-      const res = await request(webhook.url, {
-        method: 'POST',
-        body,
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': USER_AGENT,
-          'webhook-id': event.event_id,
-          'webhook-timestamp': String(timestamp),
-          'webhook-signature': webhookSignatureHeader(secrets, event.event_id, timestamp, body),
-          ...deliveryTraceHeaders(),
+      const res = await postDelivery(
+        agent,
+        webhook.url,
+        {
+          body,
+          headers: {
+            'content-type': 'application/json',
+            'user-agent': USER_AGENT,
+            'webhook-id': event.event_id,
+            'webhook-timestamp': String(timestamp),
+            'webhook-signature': webhookSignatureHeader(secrets, event.event_id, timestamp, body),
+            ...deliveryTraceHeaders(),
+          },
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs,
         },
-        dispatcher: agent,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-        signal: deadline.signal,
-      });
+        (request) => {
+          done = deadlines.start((reason) => request.abort(reason));
+        },
+      );
       statusCode = res.statusCode;
-      const header = res.headers['retry-after'];
-      retryAfter = parseRetryAfter(Array.isArray(header) ? header[0] : header, clock());
-      await res.body.dump().catch(() => undefined);
+      if (res.retryAfter !== undefined) retryAfter = parseRetryAfter(res.retryAfter, clock());
     } catch (e) {
       error = describeError(e);
     } finally {
-      deadline.done();
+      done?.();
     }
     const attempts = delivery.attempts + 1;
     const at = clock();
