@@ -91,6 +91,9 @@ const HELD_PER_SLOT = 4;
 /** How long before its lease ends a waiting delivery must at the latest have finished. */
 const LEASE_MARGIN_MS = 5_000;
 
+/** Longest an outcome waits for others to share its commit. */
+const RECORD_WAIT_MS = 2;
+
 /** Most outcomes recorded by one commit. */
 const RECORD_BATCH_MAX = 64;
 
@@ -159,6 +162,8 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   const outcomes: Outcome[] = [];
   let recording = 0;
   let flushing: Promise<void> | undefined;
+  /** Ends the gathering of the next commit's outcomes early. */
+  let flushSoon: (() => void) | undefined;
   /** Attempts started, for drain()'s count. */
   let launched = 0;
   /** Leases being given back: a drain waits for them, since they make deliveries due again. */
@@ -290,10 +295,31 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     outcomes.push(outcome);
     recording += 1;
     flushing ??= flush();
+    if (outcomes.length >= concurrency || slots.size <= 1 || closed) flushSoon?.();
+  }
+
+  /**
+   * Waits for outcomes to gather before a commit: a slot's worth of them, or no other attempt in
+   * flight (the one recording is still counted), or closing, or {@link RECORD_WAIT_MS} at most.
+   * A commit (with its BEGIN) cost about as much as five of its updates, and the answers of a
+   * drain arrive a few per turn.
+   */
+  function gathered(): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(go, RECORD_WAIT_MS);
+      function go() {
+        clearTimeout(timer);
+        flushSoon = undefined;
+        // Still a turn later, so that the answers of this one join.
+        setImmediate(resolve);
+      }
+      flushSoon = go;
+      if (outcomes.length >= concurrency || slots.size <= 1 || closed) go();
+    });
   }
 
   async function flush(): Promise<void> {
-    await new Promise((resolve) => setImmediate(resolve));
+    await gathered();
     while (outcomes.length > 0) {
       const batch = outcomes.splice(0, RECORD_BATCH_MAX);
       try {
@@ -471,6 +497,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
       if (wakeUp) wakeUp();
       else woken = true;
       progressed();
+      flushSoon?.();
       await loop;
       // Claimed but never started: due again now, for the next instance (or this one restarted).
       giveBack([...waiting]);
