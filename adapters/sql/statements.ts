@@ -271,8 +271,9 @@ export function deleteWebhook(tenantId: string, webhookId: string): Statement[] 
 /** Webhooks and events by id, for claimed deliveries. */
 export const webhooksByIds = (count: number): string =>
   `SELECT * FROM webhooks WHERE id IN (${marks(count)})`;
+/** The columns of {@link eventsByIds}, in order: a claimed delivery's event as read (see rowsToClaimedEvents). */
 export const eventsByIds = (count: number): string =>
-  `SELECT * FROM events WHERE event_id IN (${marks(count)})`;
+  `SELECT tenant_id, event_id, seq, type, session_id, occurred_at, data, prev_hash, hash FROM events WHERE event_id IN (${marks(count)})`;
 
 export const getDelivery = 'SELECT * FROM deliveries WHERE tenant_id = ? AND delivery_id = ?';
 

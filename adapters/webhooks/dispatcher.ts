@@ -13,7 +13,7 @@
  */
 
 import type { Logger } from 'pino';
-import { type Dispatcher, request } from 'undici';
+import type { Dispatcher } from 'undici';
 import {
   buildWebhookPayload,
   type ClaimedDelivery,
@@ -30,6 +30,7 @@ import { createAttemptDeadlines } from './attemptDeadlines.js';
 import { deliveryTraceHeaders, inDeliverySpan, noteDeliveryOutcome } from './deliverySpan.js';
 import type { Resolver, WebhookUrlPolicy } from './destinationPolicy.js';
 import { createWebhookAgent } from './guardedConnector.js';
+import { postDelivery } from './postDelivery.js';
 
 /** Options for {@link createWebhookDispatcher}. */
 export interface WebhookDispatcherOptions {
@@ -89,6 +90,9 @@ const HELD_PER_SLOT = 4;
 
 /** How long before its lease ends a waiting delivery must at the latest have finished. */
 const LEASE_MARGIN_MS = 5_000;
+
+/** Longest an outcome waits for others to share its commit. */
+const RECORD_WAIT_MS = 2;
 
 /** Most outcomes recorded by one commit. */
 const RECORD_BATCH_MAX = 64;
@@ -158,6 +162,8 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   const outcomes: Outcome[] = [];
   let recording = 0;
   let flushing: Promise<void> | undefined;
+  /** Ends the gathering of the next commit's outcomes early. */
+  let flushSoon: (() => void) | undefined;
   /** Attempts started, for drain()'s count. */
   let launched = 0;
   /** Leases being given back: a drain waits for them, since they make deliveries due again. */
@@ -199,32 +205,34 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     let statusCode: number | null = null;
     let retryAfter: number | undefined;
     let error: string | null = null;
-    const deadline = deadlines.start();
+    let done: (() => void) | undefined;
     try {
-      const res = await request(webhook.url, {
-        method: 'POST',
-        body,
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': USER_AGENT,
-          'webhook-id': event.event_id,
-          'webhook-timestamp': String(timestamp),
-          'webhook-signature': webhookSignatureHeader(secrets, event.event_id, timestamp, body),
-          ...deliveryTraceHeaders(),
+      const res = await postDelivery(
+        agent,
+        webhook.url,
+        {
+          body,
+          headers: {
+            'content-type': 'application/json',
+            'user-agent': USER_AGENT,
+            'webhook-id': event.event_id,
+            'webhook-timestamp': String(timestamp),
+            'webhook-signature': webhookSignatureHeader(secrets, event.event_id, timestamp, body),
+            ...deliveryTraceHeaders(),
+          },
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs,
         },
-        dispatcher: agent,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-        signal: deadline.signal,
-      });
+        (request) => {
+          done = deadlines.start((reason) => request.abort(reason));
+        },
+      );
       statusCode = res.statusCode;
-      const header = res.headers['retry-after'];
-      retryAfter = parseRetryAfter(Array.isArray(header) ? header[0] : header, clock());
-      await res.body.dump().catch(() => undefined);
+      if (res.retryAfter !== undefined) retryAfter = parseRetryAfter(res.retryAfter, clock());
     } catch (e) {
       error = describeError(e);
     } finally {
-      deadline.done();
+      done?.();
     }
     const attempts = delivery.attempts + 1;
     const at = clock();
@@ -287,10 +295,31 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     outcomes.push(outcome);
     recording += 1;
     flushing ??= flush();
+    if (outcomes.length >= concurrency || slots.size <= 1 || closed) flushSoon?.();
+  }
+
+  /**
+   * Waits for outcomes to gather before a commit: a slot's worth of them, or no other attempt in
+   * flight (the one recording is still counted), or closing, or {@link RECORD_WAIT_MS} at most.
+   * A commit (with its BEGIN) cost about as much as five of its updates, and the answers of a
+   * drain arrive a few per turn.
+   */
+  function gathered(): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(go, RECORD_WAIT_MS);
+      function go() {
+        clearTimeout(timer);
+        flushSoon = undefined;
+        // Still a turn later, so that the answers of this one join.
+        setImmediate(resolve);
+      }
+      flushSoon = go;
+      if (outcomes.length >= concurrency || slots.size <= 1 || closed) go();
+    });
   }
 
   async function flush(): Promise<void> {
-    await new Promise((resolve) => setImmediate(resolve));
+    await gathered();
     while (outcomes.length > 0) {
       const batch = outcomes.splice(0, RECORD_BATCH_MAX);
       try {
@@ -468,6 +497,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
       if (wakeUp) wakeUp();
       else woken = true;
       progressed();
+      flushSoon?.();
       await loop;
       // Claimed but never started: due again now, for the next instance (or this one restarted).
       giveBack([...waiting]);
