@@ -16,6 +16,24 @@ export const title =
 
 const fmt = (us) => `${us >= 1000 ? `${(us / 1000).toFixed(2)} ms` : `${us.toFixed(0)} µs`}`;
 
+/**
+ * The MCP SDK client (1.x) adds an abort listener to one signal per request and lets go of them
+ * only at a GC, so Node prints a MaxListenersExceededWarning on every call past 1,500: a client
+ * matter, not the server's. Those are dropped while the MCP runs; other warnings still print.
+ */
+function quietListenerWarnings() {
+  const handlers = process.listeners('warning');
+  process.removeAllListeners('warning');
+  const filter = (warning) => {
+    if (warning.name !== 'MaxListenersExceededWarning') for (const h of handlers) h(warning);
+  };
+  process.on('warning', filter);
+  return () => {
+    process.off('warning', filter);
+    for (const h of handlers) process.on('warning', h);
+  };
+}
+
 async function mcpVsRest({ quick }) {
   const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
   const { StreamableHTTPClientTransport } = await import(
@@ -33,6 +51,7 @@ async function mcpVsRest({ quick }) {
     requestInit: { headers: { authorization: `Bearer ${server.key}` } },
   });
   const client = new Client({ name: 'gatehouse-bench', version: '1.0.0' });
+  const restoreWarnings = quietListenerWarnings();
   try {
     await client.connect(transport);
     const requests = evaluateRequests('bench');
@@ -64,6 +83,7 @@ async function mcpVsRest({ quick }) {
     );
     return results;
   } finally {
+    restoreWarnings();
     await client.close().catch(() => undefined);
     await server.stop();
     scratch.remove();
