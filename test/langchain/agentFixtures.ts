@@ -88,3 +88,29 @@ export async function historyOf(
 ): Promise<HistoryEvent[]> {
   return (await reader.readHistory({ session_id: sessionId, order: 'asc', limit: 500 })).events;
 }
+
+/**
+ * A backend over `gatehouse` whose outcome reports wait until `release()`: shows what a gated
+ * call waits for. `reported` lists the outcomes written so far.
+ */
+export function heldOutcomeBackend(gatehouse: Gatehouse): {
+  backend: GateBackend;
+  release: () => void;
+  reported: string[];
+} {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const reported: string[] = [];
+  const backend: GateBackend = {
+    evaluate: (input) => gatehouse.evaluate(input),
+    recordState: (input) => gatehouse.recordState(input),
+    recordOutcome: async (decisionId, input) => {
+      await released;
+      reported.push(input.outcome);
+      return gatehouse.recordOutcome(decisionId, input);
+    },
+  };
+  return { backend, release, reported };
+}

@@ -16,6 +16,7 @@ import {
 import { type Decision, type Gatehouse, GatehouseError } from '../../src/index.js';
 import {
   createTestGatehouse,
+  heldOutcomeBackend,
   historyOf,
   recordBudget,
   scriptedModel,
@@ -171,20 +172,7 @@ describe('GatehouseCallbackHandler in createAgent', () => {
   });
 
   it("does not hold the tool's result for the outcome report; flush waits for it", async () => {
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const reported: string[] = [];
-    const slow: GateBackend = {
-      evaluate: (input) => gatehouse.evaluate(input),
-      recordState: (input) => gatehouse.recordState(input),
-      recordOutcome: async (decisionId, input) => {
-        await released;
-        reported.push(input.outcome);
-        return gatehouse.recordOutcome(decisionId, input);
-      },
-    };
+    const { backend: slow, release, reported } = heldOutcomeBackend(gatehouse);
     const handler = new GatehouseCallbackHandler({ backend: slow, sessionId: 's1' });
     const { transfer, calls } = transferTool();
     await expect(transfer.invoke({ amount: 10, to: 'bob' }, { callbacks: [handler] })).resolves.toBe(

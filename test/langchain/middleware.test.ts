@@ -14,6 +14,7 @@ import {
 import { type Decision, type Gatehouse, GatehouseError } from '../../src/index.js';
 import {
   createTestGatehouse,
+  heldOutcomeBackend,
   historyOf,
   recordBudget,
   scriptedModel,
@@ -161,20 +162,7 @@ describe('gatehouseMiddleware in createAgent', () => {
   });
 
   it('answers the model without waiting for the outcome report; flush waits for it', async () => {
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const reported: string[] = [];
-    const slow: GateBackend = {
-      evaluate: (input) => gatehouse.evaluate(input),
-      recordState: (input) => gatehouse.recordState(input),
-      recordOutcome: async (decisionId, input) => {
-        await released;
-        reported.push(input.outcome);
-        return gatehouse.recordOutcome(decisionId, input);
-      },
-    };
+    const { backend: slow, release, reported } = heldOutcomeBackend(gatehouse);
     const tools = transferTool();
     const middleware = gatehouseMiddleware({ backend: slow });
     const agent = createAgent({
