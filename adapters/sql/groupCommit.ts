@@ -1,13 +1,13 @@
 /**
  * Group commit for the SQL stores: the transactions callers start within one event-loop turn are
- * run one after another in ONE database transaction, each inside its own savepoint, and all are
- * committed by one COMMIT. A COMMIT (its WAL frames and sync on SQLite, its round trip and WAL
+ * run one after another in ONE database transaction, each inside its own savepoint (rerunnable
+ * ones in a row share one), and all are committed by one COMMIT. A COMMIT (its WAL frames and sync on SQLite, its round trip and WAL
  * flush on PostgreSQL) and the tenant chain head's lock are then paid once per batch, not once
  * per caller.
  *
  * What callers keep:
  * - all or nothing per caller: a caller whose `fn` throws is rolled back to its savepoint, and
- *   only its own writes are undone;
+ *   only its own writes are undone (rerunnable neighbours sharing that savepoint run again);
  * - an acknowledged write is committed: every caller's promise settles only after the COMMIT
  *   that holds its writes (or rejects when that COMMIT fails);
  * - one chain per tenant: callers run in arrival order and each event chains on its own
@@ -194,7 +194,7 @@ export async function runBatch(
     let mark = { index: 0, done: 0, cache: cache.current };
     for (let i = 0; i < queue.length; i += 1) {
       const member = queue[i]!;
-      const startsRun = !member.rerunnable || i === 0 || !queue[i - 1]!.rerunnable || mark.index > i;
+      const startsRun = !member.rerunnable || i === 0 || !queue[i - 1]!.rerunnable;
       try {
         if (useSavepoints && startsRun) {
           // Released before the next one opens: SQLite tracks pages per open savepoint, so nested ones slow every write.
@@ -209,12 +209,12 @@ export async function runBatch(
         if (savepointOpen && connection.isOpen()) {
           try {
             await connection.rollbackToSavepoint();
-            // The failed member leaves the batch; the rerunnable ones before it since the savepoint run again.
+            // The failed member leaves the batch; the rerunnable ones before it since the savepoint
+            // run again, under that savepoint (ROLLBACK TO keeps it open).
             queue.splice(i, 1);
             done.length = mark.done;
             cache.current = copyCache(mark.cache);
             i = mark.index - 1;
-            mark = { ...mark, index: Number.POSITIVE_INFINITY };
             continue;
           } catch {
             // The transaction is lost: below.
