@@ -248,8 +248,14 @@ class SqliteStoreImpl implements SqliteStore {
     this.#dataVersionRead = false;
   };
 
-  /** Empties the items cache unless the database is exactly as this store last left it. */
-  #validateItemsCache(): void {
+  /** The statements counted changes that are now undone: the caches start afresh. */
+  #forgetUndoneChanges(): void {
+    this.#itemsCache.clear();
+    this.#expectedChanges = -1;
+  }
+
+  /** Empties the items and key caches unless the database is exactly as this store last left it. */
+  #validateCaches(): void {
     // Two statements: measured faster than one SELECT over pragma_data_version.
     const changes = num(this.#statement('SELECT total_changes() AS n').get()!['n']);
     let dataVersion = this.#expectedDataVersion;
@@ -273,7 +279,7 @@ class SqliteStoreImpl implements SqliteStore {
 
   /** The session's current items outside a transaction, through the cache. */
   #listItemsCached(tenantId: string, sessionId: string): StateItem[] {
-    this.#validateItemsCache();
+    this.#validateCaches();
     const key = sessionCacheKey(tenantId, sessionId);
     let items = this.#itemsCache.get(key);
     if (!items) {
@@ -297,9 +303,7 @@ class SqliteStoreImpl implements SqliteStore {
       return result;
     } catch (error) {
       if (this.database.inTransaction) this.database.rollback();
-      // The statements counted changes that are now undone: start the caches afresh.
-      this.#itemsCache.clear();
-      this.#expectedChanges = -1;
+      this.#forgetUndoneChanges();
       throw error;
     }
   }
@@ -373,11 +377,7 @@ class SqliteStoreImpl implements SqliteStore {
       this.#mutex.run(() =>
         runBatch(batch, this.#batchConnection, {
           lockTenantsFirst: false,
-          // The statements counted changes that are now undone: start the cache afresh.
-          onRolledBack: () => {
-            this.#itemsCache.clear();
-            this.#expectedChanges = -1;
-          },
+          onRolledBack: () => this.#forgetUndoneChanges(),
         }),
       ),
   });
@@ -392,7 +392,7 @@ class SqliteStoreImpl implements SqliteStore {
     this.#serial(async () => {
       // A revocation by another connection (process) is a commit there: data_version moves and
       // the check clears the cache before this lookup. One by this store clears it itself.
-      this.#validateItemsCache();
+      this.#validateCaches();
       const cached = this.#keyCache.get(hash);
       if (cached) return cached;
       const generation = this.#keyCache.generation;
