@@ -85,8 +85,6 @@ export interface CelActivation {
   now: Date;
 }
 
-/** CEL wrappers of frozen state views (cached ones, see `gateStateOf`): built once per view. */
-const celItems = new WeakMap<StateView, CelStateItem>();
 /** CEL `state` records of frozen gate states (shared by every evaluation of the same items). */
 const celStates = new WeakMap<Record<string, StateView>, Record<string, CelStateItem>>();
 
@@ -113,13 +111,7 @@ function celStateOf(gateState: GateInput['state']): Record<string, CelStateItem>
   state = Object.create(null) as Record<string, CelStateItem>;
   for (const key of Object.keys(gateState)) {
     const item = gateState[key];
-    if (item === undefined) continue;
-    let celItem = celItems.get(item);
-    if (!celItem) {
-      celItem = new CelStateItem(item);
-      if (Object.isFrozen(item)) celItems.set(item, celItem);
-    }
-    state[key] = celItem;
+    if (item !== undefined) state[key] = new CelStateItem(item);
   }
   if (shared) celStates.set(gateState, Object.freeze(state));
   return state;

@@ -27,11 +27,6 @@ export function stateViewOf(item: StateItem): StateView {
   };
 }
 
-/**
- * Views of items already seen: a store that caches a session's items (SQLite) hands out the same
- * frozen objects on every evaluation, and their views need not be built again each time.
- */
-const views = new WeakMap<StateItem, StateView>();
 /** The last state built from frozen items, by its first item: reused while the items are the same objects. */
 const states = new WeakMap<StateItem, { items: readonly StateItem[]; state: Record<string, StateView> }>();
 
@@ -43,7 +38,8 @@ function sameItems(a: readonly StateItem[], b: readonly StateItem[]): boolean {
 
 /**
  * A session's current items as the gate's `state`, by key. Given the frozen items of a store's
- * cache, the result is frozen too and shared by every evaluation of those items.
+ * cache (SQLite hands out the same objects until the session changes), the result is frozen too
+ * and shared by every evaluation of those items.
  * @example
  * policy.evaluate({ action, params, context, state: gateStateOf(items), conflicts: [], now });
  */
@@ -52,18 +48,12 @@ export function gateStateOf(items: readonly StateItem[]): Record<string, StateVi
   const cached = first === undefined ? undefined : states.get(first);
   if (cached && sameItems(cached.items, items)) return cached.state;
   const state: Record<string, StateView> = {};
-  let frozen = true;
-  for (const item of items) {
-    let view = views.get(item);
-    if (!view) {
-      view = stateViewOf(item);
-      // Only a frozen item cannot change behind its cached view.
-      if (Object.isFrozen(item)) views.set(item, Object.freeze(view));
-      else frozen = false;
-    }
-    state[item.key] = view;
+  for (const item of items) state[item.key] = stateViewOf(item);
+  // Only frozen items cannot change behind a cached state.
+  if (first !== undefined && items.every((item) => Object.isFrozen(item))) {
+    for (const view of Object.values(state)) Object.freeze(view);
+    states.set(first, { items: items.slice(), state: Object.freeze(state) });
   }
-  if (frozen && first !== undefined) states.set(first, { items: items.slice(), state: Object.freeze(state) });
   return state;
 }
 
