@@ -18,6 +18,7 @@ import {
   buildWebhookPayload,
   type ClaimedDelivery,
   classifyDeliveryResponse,
+  type DeliveryAttempt,
   type DeliveryLease,
   isSecretActive,
   nextRetryDelay,
@@ -237,54 +238,42 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     const attempts = delivery.attempts + 1;
     const at = clock();
     const outcome = statusCode === null ? 'retry' : classifyDeliveryResponse(statusCode);
-    const base = { tenantId, deliveryId: delivery.delivery_id, statusCode };
-    let recorded: Outcome;
+    // What differs between the outcomes; the rest of the recorded attempt is the same for all.
+    let result: Pick<DeliveryAttempt, 'status' | 'next_attempt_at' | 'last_error' | 'delivered_at'>;
     if (outcome === 'delivered') {
-      recorded = {
-        ...base,
-        attempt: {
-          status: 'delivered',
-          attempts,
-          next_attempt_at: null,
-          last_status_code: statusCode,
-          last_error: null,
-          delivered_at: at.toISOString(),
-          updated_at: at.toISOString(),
-        },
+      result = {
+        status: 'delivered',
+        next_attempt_at: null,
+        last_error: null,
+        delivered_at: at.toISOString(),
       };
     } else if (outcome === 'disable') {
       await store.disableWebhook(tenantId, webhook.id, at.toISOString());
       giveBack(
         waiting.filter((h) => h.claimed.tenant_id === tenantId && h.claimed.webhook.id === webhook.id),
       );
-      recorded = {
-        ...base,
-        attempt: {
-          status: 'failed',
-          attempts,
-          next_attempt_at: null,
-          last_status_code: statusCode,
-          last_error: 'the endpoint answered 410 Gone: the webhook is disabled',
-          delivered_at: null,
-          updated_at: at.toISOString(),
-        },
+      result = {
+        status: 'failed',
+        next_attempt_at: null,
+        last_error: 'the endpoint answered 410 Gone: the webhook is disabled',
+        delivered_at: null,
       };
       options.logger?.warn({ webhook_id: webhook.id }, 'webhook disabled: the endpoint answered 410');
     } else {
       const delay = nextRetryDelay(attempts, { random, retryAfterSeconds: retryAfter });
-      recorded = {
-        ...base,
-        attempt: {
-          status: delay === null ? 'failed' : 'pending',
-          attempts,
-          next_attempt_at: delay === null ? null : new Date(at.getTime() + delay).toISOString(),
-          last_status_code: statusCode,
-          last_error: error ?? `the endpoint answered HTTP ${statusCode}`,
-          delivered_at: null,
-          updated_at: at.toISOString(),
-        },
+      result = {
+        status: delay === null ? 'failed' : 'pending',
+        next_attempt_at: delay === null ? null : new Date(at.getTime() + delay).toISOString(),
+        last_error: error ?? `the endpoint answered HTTP ${statusCode}`,
+        delivered_at: null,
       };
     }
+    const recorded: Outcome = {
+      tenantId,
+      deliveryId: delivery.delivery_id,
+      statusCode,
+      attempt: { ...result, attempts, last_status_code: statusCode, updated_at: at.toISOString() },
+    };
     const status = outcome === 'delivered' ? 'delivered' : outcome === 'disable' ? 'failed' : 'pending';
     noteDeliveryOutcome(status, statusCode);
     return recorded;
@@ -295,12 +284,17 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     outcomes.push(outcome);
     recording += 1;
     flushing ??= flush();
-    if (outcomes.length >= concurrency || slots.size <= 1 || closed) flushSoon?.();
+    if (gatheredEnough()) flushSoon?.();
+  }
+
+  /** A slot's worth of outcomes, or no other attempt in flight (the one recording still counts), or closing. */
+  function gatheredEnough(): boolean {
+    return outcomes.length >= concurrency || slots.size <= 1 || closed;
   }
 
   /**
-   * Waits for outcomes to gather before a commit: a slot's worth of them, or no other attempt in
-   * flight (the one recording is still counted), or closing, or {@link RECORD_WAIT_MS} at most.
+   * Waits for outcomes to gather before a commit ({@link gatheredEnough}), {@link RECORD_WAIT_MS}
+   * at most.
    * A commit (with its BEGIN) cost about as much as five of its updates, and the answers of a
    * drain arrive a few per turn.
    */
@@ -314,7 +308,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
         setImmediate(resolve);
       }
       flushSoon = go;
-      if (outcomes.length >= concurrency || slots.size <= 1 || closed) go();
+      if (gatheredEnough()) go();
     });
   }
 
