@@ -141,13 +141,13 @@ export const updateConflict =
 
 /** The indexed event query; the index is named where the dialect needs it (see `eventsIndex`). */
 export function queryEvents(dialect: SqlDialect, tenantId: string, query: EventQuery): Statement {
-  // events_by_session_type holds every type but gate_evaluation (migration 4): a query names
-  // that condition literally, so both planners may use the partial index.
-  const sessionType =
-    query.session_id !== undefined && query.type !== undefined && query.type !== 'gate_evaluation';
+  // The type indexes hold every type but gate_evaluation (migrations 4 and 6): a query for
+  // another type names that condition literally, so both planners may use the partial index; a
+  // query for gate evaluations walks the tenant's (or the session's) events newest first.
+  const otherType = query.type !== undefined && query.type !== 'gate_evaluation';
   const where = new Conditions('tenant_id = ?', tenantId)
     .add(query.session_id, 'session_id = ?')
-    .add(query.type, sessionType ? `type = ? AND type <> 'gate_evaluation'` : 'type = ?')
+    .add(query.type, otherType ? `type = ? AND type <> 'gate_evaluation'` : 'type = ?')
     .add(query.decision_id, 'decision_id = ?')
     .add(query.after_seq, query.order === 'asc' ? 'seq > ?' : 'seq < ?');
   // Measured on SQLite without the hint: 4 ms for a decision's events at 10,000 events, growing
@@ -156,10 +156,10 @@ export function queryEvents(dialect: SqlDialect, tenantId: string, query: EventQ
     query.decision_id !== undefined
       ? 'events_by_decision'
       : query.session_id !== undefined
-        ? sessionType
+        ? otherType
           ? 'events_by_session_type'
           : 'events_by_session'
-        : query.type !== undefined
+        : otherType
           ? 'events_by_type'
           : undefined;
   return {
