@@ -22,6 +22,7 @@ export const postgresDialect: SqlDialect = {
     args: [tenantId],
     writes: true,
   }),
+  chainHeadRow: true,
   // SKIP LOCKED: dispatchers on other instances pass over rows being claimed right now; the lease
   // then keeps them away until it expires. A CTE with a locking clause runs once.
   claimDueDeliveries: ({ now, leaseUntil, limit }) => ({

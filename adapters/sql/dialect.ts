@@ -37,6 +37,13 @@ export interface SqlDialect {
    */
   lockChainHead(tenantId: string): Statement;
   /**
+   * True where each append also moves the tenant's row in `chain_heads` (PostgreSQL: the row is
+   * the lock that serialises a tenant's appenders across instances). False where the head is read
+   * off the events themselves (SQLite: one writer at a time, and a row written per commit is a
+   * page per commit).
+   */
+  readonly chainHeadRow: boolean;
+  /**
    * Leases due deliveries and returns their rows (`deliveries.*`), so that concurrent dispatchers
    * never claim the same one.
    */

@@ -159,7 +159,8 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
     },
     async appendEvent(t, e) {
       if (defer) defer({ kind: 'event', tenantId: t, event: e });
-      else await db.runAll([sql.insertEvent(t, e), sql.moveChainHead(t, e)]);
+      else if (dialect.chainHeadRow) await db.runAll([sql.insertEvent(t, e), sql.moveChainHead(t, e)]);
+      else await db.runAll([sql.insertEvent(t, e)]);
     },
     async insertDeliveries(t, rows) {
       if (rows.length === 0) return;

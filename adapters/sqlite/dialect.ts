@@ -11,10 +11,12 @@ export const sqliteDialect: SqlDialect = {
   placeholders: (sql) => sql,
   eventsIndex: (index) => ` INDEXED BY ${index}`,
   lockCurrentItem: '',
+  // The newest event by primary key: `BEGIN IMMEDIATE` already holds the only write lock.
   lockChainHead: (tenantId) => ({
-    sql: 'SELECT seq, hash FROM chain_heads WHERE tenant_id = ?',
+    sql: 'SELECT seq, hash FROM events WHERE tenant_id = ? ORDER BY seq DESC LIMIT 1',
     args: [tenantId],
   }),
+  chainHeadRow: false,
   claimDueDeliveries: ({ now, leaseUntil, limit }) => ({
     sql: `UPDATE deliveries SET lease_until = ?
       WHERE delivery_id IN (

@@ -209,4 +209,15 @@ DROP INDEX events_by_type;
 CREATE INDEX events_by_type ON events (tenant_id, type, seq) WHERE type <> 'gate_evaluation';
 `,
   },
+  {
+    version: 7,
+    name: 'chain heads read off the events',
+    // One writer at a time holds SQLite's write lock, so a tenant's head is its newest event by
+    // primary key; a heads row rewritten on every commit was one WAL page per commit. The view
+    // keeps `chain_heads` in dumps (and `listTenants`) as PostgreSQL has it; loads skip it.
+    sql: `
+DROP TABLE chain_heads;
+CREATE VIEW chain_heads AS SELECT tenant_id, max(seq) AS seq, hash FROM events GROUP BY tenant_id;
+`,
+  },
 ];

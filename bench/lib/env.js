@@ -38,6 +38,11 @@ export async function openBareSqlite(filename) {
   return openSqliteDatabase(filename);
 }
 
+/** True when `name` is a table of the SQLite connection `db` (not a view, not absent): schemas differ by build. */
+export function isTable(db, name) {
+  return db.prepare(`SELECT type FROM sqlite_master WHERE name = ?`).get(name)?.type === 'table';
+}
+
 /** The pragmas of the SQLite store (adapters/sqlite/sqliteStore.ts), for baselines on a bare connection. */
 export function applyStorePragmas(db) {
   db.exec('PRAGMA journal_mode = WAL');

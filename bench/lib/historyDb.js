@@ -7,7 +7,7 @@
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { monotonicFactory } from 'ulid';
-import { load, openBareSqlite, RESULTS_DIR } from './env.js';
+import { isTable, load, openBareSqlite, RESULTS_DIR } from './env.js';
 
 /** Bump when the generated content changes. */
 const GENERATOR_VERSION = 1;
@@ -150,6 +150,7 @@ export async function ensureHistoryDb(events, { log = () => {} } = {}) {
   const db = await openBareSqlite(tmp);
   db.exec('PRAGMA journal_mode = WAL');
   db.exec('PRAGMA synchronous = OFF'); // a generator: a crash means starting again
+  const keepsHeads = isTable(db, 'chain_heads');
   const insert = db.prepare(
     `INSERT INTO events (tenant_id, seq, event_id, type, session_id, decision_id, occurred_at, data, prev_hash, hash)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -195,10 +196,12 @@ export async function ensureHistoryDb(events, { log = () => {} } = {}) {
       insert.run('default', seq, eventId, type, sessionId, decision_id, at, JSON.stringify(data), prev, hash);
       prev = hash;
     }
-    db.prepare(
-      `INSERT INTO chain_heads (tenant_id, seq, hash) VALUES ('default', ?, ?)
-       ON CONFLICT (tenant_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash`,
-    ).run(seq, prev);
+    if (keepsHeads) {
+      db.prepare(
+        `INSERT INTO chain_heads (tenant_id, seq, hash) VALUES ('default', ?, ?)
+         ON CONFLICT (tenant_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash`,
+      ).run(seq, prev);
+    }
     db.commit();
   };
   while (seq < events) {

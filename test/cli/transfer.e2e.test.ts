@@ -10,8 +10,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openPostgresStore } from '../../adapters/postgres/index.js';
 import { openSqliteStore } from '../../adapters/sqlite/index.js';
-import { createGatehouse } from '../../src/index.js';
+import { createGatehouse, type Store } from '../../src/index.js';
 
 const run = promisify(execFile);
 const cli = join(import.meta.dirname, '../../dist/adapters/cli/main.js');
@@ -43,6 +44,17 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** The moved store goes on: a new decision chains on the last moved event. */
+async function appendsAfterMove(store: Store) {
+  try {
+    const gh = createGatehouse({ store });
+    await gh.evaluate({ session_id: 's', action: 'files.read' });
+    expect(await gh.verifyHistory()).toMatchObject({ ok: true, checked: 4 });
+  } finally {
+    await store.close();
+  }
+}
+
 async function history(args: string[]) {
   return (await run(process.execPath, [cli, 'history', '--json', ...args])).stdout;
 }
@@ -57,6 +69,7 @@ describe('export and import', () => {
     const again = await run(process.execPath, [cli, 'import', dump, '--database', target]).catch((e) => e);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('not empty');
+    await appendsAfterMove(openSqliteStore({ filename: target }));
   });
 
   describe.skipIf(!pgUrl)('into PostgreSQL', () => {
@@ -73,6 +86,7 @@ describe('export and import', () => {
       const { stdout } = await run(process.execPath, [cli, 'import', dump, ...target()]);
       expect(stdout).toContain('tenant default: chain ok, 3 events');
       expect(await history(target())).toBe(await history(['--database', source]));
+      await appendsAfterMove(await openPostgresStore({ connectionString: pgUrl!, schema }));
     });
   });
 });
