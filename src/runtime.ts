@@ -20,6 +20,23 @@ export type IdPrefix = 'dec' | 'evt' | 'cfl' | 'whk' | 'dlv' | 'key' | 'apr';
 /** The system clock. */
 export const systemClock: Clock = () => new Date();
 
+let lastMs = Number.NaN;
+let lastIso = '';
+
+/**
+ * `date.toISOString()`, remembered for the last millisecond formatted: the decisions of one
+ * millisecond share the string, and formatting each was ~2 % of an evaluation.
+ * @throws {RangeError} for an invalid date, as `toISOString` does
+ */
+export function isoTime(date: Date): string {
+  const ms = date.getTime();
+  if (ms !== lastMs) {
+    lastIso = date.toISOString();
+    lastMs = ms;
+  }
+  return lastIso;
+}
+
 /**
  * Prefixed ULIDs: lexicographically sortable by time, monotonic within a millisecond.
  * @example createIdGenerator()('dec') // 'dec_01JD3…'

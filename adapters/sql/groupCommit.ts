@@ -25,7 +25,7 @@ export interface BatchMember {
   /** `fn` may run again (see {@link TransactionOptions.rerunnable}): it needs no savepoint of its own. */
   readonly rerunnable?: boolean | undefined;
   /** Items of `tenantId` it will lock (see {@link TransactionOptions.items}). */
-  readonly items?: TransactionOptions['items'];
+  readonly items?: TransactionOptions['items'] | undefined;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -307,7 +307,7 @@ export class GroupCommitQueue {
         fn,
         tenantId: options?.tenantId,
         rerunnable: options?.rerunnable,
-        ...(options?.items ? { items: options.items } : {}),
+        items: options?.items,
         resolve: resolve as (value: unknown) => void,
         reject,
       });

@@ -45,17 +45,30 @@ export async function appendEvents(
   let traceparent: string | undefined | null = null;
   for (const draft of drafts) {
     seq += 1;
-    const base = {
-      event_id: ids('evt'),
+    const eventId = ids('evt');
+    const occurredAt = now();
+    // Written out, not spread: copying one object into the next was 3 % of an evaluation.
+    const hash = hashEvent({
+      tenant_id: tenantId,
+      event_id: eventId,
       seq,
       type: draft.type,
       session_id: draft.session_id,
-      occurred_at: now(),
+      occurred_at: occurredAt,
       data: draft.data,
       prev_hash: prevHash,
+    });
+    const event: StoredEvent = {
+      event_id: eventId,
+      seq,
+      type: draft.type,
+      session_id: draft.session_id,
+      occurred_at: occurredAt,
+      data: draft.data,
+      prev_hash: prevHash,
+      hash,
+      decision_id: draft.decision_id ?? null,
     };
-    const hash = hashEvent({ tenant_id: tenantId, ...base });
-    const event: StoredEvent = { ...base, hash, decision_id: draft.decision_id ?? null };
     await tx.appendEvent(tenantId, event);
     const matching = webhooks.filter((w) => matchesSubscription(w, event));
     if (matching.length > 0) {

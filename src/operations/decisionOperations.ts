@@ -6,6 +6,7 @@ import { conflictViewOf, gateStateOf } from '../gate/index.js';
 import type { DecisionRecord, Gatehouse } from '../gatehouseTypes.js';
 import { type Decision, EvaluateInputSchema, OutcomeInputSchema } from '../schemas.js';
 import { maskDecision, maskSecrets } from '../state/maskSecrets.js';
+import { isoTime } from '../runtime.js';
 import { parseInput } from '../validation.js';
 import { sessionSecrets } from './eventSecrets.js';
 import { settleHeldDecision } from './heldDecisions.js';
@@ -56,7 +57,7 @@ export function decisionOperations(
         action: input.action,
         policy: { revision: activePolicy.revision },
         state_versions: stateVersions,
-        evaluated_at: evaluatedAt.toISOString(),
+        evaluated_at: isoTime(evaluatedAt),
       };
       if (result.hold !== undefined) {
         // A rule with `approval:` holds it: the approval bound to it decides (heldDecisions.ts).

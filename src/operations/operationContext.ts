@@ -11,6 +11,7 @@ import { type ActivePolicies, createActivePolicies } from '../lifecycle/activePo
 import {
   type Clock,
   createIdGenerator,
+  isoTime,
   type IdGenerator,
   type RandomBytes,
   systemClock,
@@ -93,7 +94,7 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
 
   const transaction = tracedTransaction(store);
   const tenantOf = (ctx?: CallContext) => ctx?.tenantId ?? defaultTenant;
-  const now = () => clock().toISOString();
+  const now = () => isoTime(clock());
 
   const append = (tx: StoreTx, tenantId: string, drafts: readonly EventDraft[]) =>
     appendEvents(tx, tenantId, drafts, { ids, now, onDeliveriesQueued: options.onDeliveriesQueued });

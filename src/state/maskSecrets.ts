@@ -39,16 +39,18 @@ function walk(value: unknown, name: string, known: ReadonlySet<string>, depth: n
     }
     return copy ?? value;
   }
-  const entries = Object.entries(value);
-  let changed = false;
-  const masked = entries.map(([k, v]) => {
-    const m = walk(v, `${name}.${k}`, known, depth + 1);
-    if (m !== v) changed = true;
-    return [k, m] as const;
-  });
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record);
+  let masked: unknown[] | undefined;
+  for (let i = 0; i < keys.length; i += 1) {
+    const v = record[keys[i]!];
+    const m = walk(v, `${name}.${keys[i]}`, known, depth + 1);
+    if (m !== v) masked ??= keys.map((k) => record[k]);
+    if (masked) masked[i] = m;
+  }
   // fromEntries defines own properties: a `__proto__` key from JSON.parse stays a key instead of
   // becoming the copy's prototype (and vanishing from history).
-  return changed ? Object.fromEntries(masked) : value;
+  return masked ? Object.fromEntries(keys.map((k, i) => [k, masked[i]])) : value;
 }
 
 /**
@@ -102,8 +104,10 @@ export function maskDecision<D extends { decision_id: string }>(
   knownSecrets: ReadonlySet<string>,
 ): D {
   let copy: Record<string, unknown> | undefined;
-  for (const [field, value] of Object.entries(decision)) {
+  // Keys, not entries: no pair array per field on every decision.
+  for (const field of Object.keys(decision)) {
     if (OWN_DECISION_FIELDS.has(field)) continue;
+    const value = (decision as Record<string, unknown>)[field];
     const masked = walk(value, `decision.${field}`, knownSecrets, 1);
     if (masked !== value) {
       copy ??= { ...decision };
