@@ -4,9 +4,9 @@
 import { GatehouseError } from '../errors.js';
 import { conflictViewOf, gateStateOf } from '../gate/index.js';
 import type { DecisionRecord, Gatehouse } from '../gatehouseTypes.js';
+import { isoTime } from '../runtime.js';
 import { type Decision, EvaluateInputSchema, OutcomeInputSchema } from '../schemas.js';
 import { maskDecision, maskSecrets } from '../state/maskSecrets.js';
-import { isoTime } from '../runtime.js';
 import { parseInput } from '../validation.js';
 import { sessionSecrets } from './eventSecrets.js';
 import { settleHeldDecision } from './heldDecisions.js';

@@ -11,8 +11,8 @@ import { type ActivePolicies, createActivePolicies } from '../lifecycle/activePo
 import {
   type Clock,
   createIdGenerator,
-  isoTime,
   type IdGenerator,
+  isoTime,
   type RandomBytes,
   systemClock,
   systemRandomBytes,
