@@ -14,6 +14,8 @@
  *   tenant's chain-head lock, so batches of several instances cannot deadlock. The batch's
  *   connection pipelines (./pipelinedBatch.ts): a batch of evaluations is two round trips;
  * - statements whose result columns are spelled out are prepared once per connection;
+ * - a session's items are remembered and handed out again while a stamp read in their place
+ *   says they are unchanged (./sessionItems.ts);
  * - webhook deliveries are claimed with `FOR UPDATE SKIP LOCKED` and a lease;
  * - API keys found by hash are cached while a LISTEN connection hears every revocation of the
  *   schema (./keyRevocations.ts); a revocation returns once its NOTIFY came back to this store;
@@ -48,6 +50,7 @@ import {
   type PostgresQueryResult,
 } from './pgPool.js';
 import { PipelinedBatch } from './pipelinedBatch.js';
+import { SessionItemsCache } from './sessionItems.js';
 
 /** Options for {@link openPostgresStore}. */
 export interface PostgresStoreOptions {
@@ -310,6 +313,7 @@ function createPostgresStore(
     onError: options.onError,
   });
   const keyStore = operations.createSqlKeyStore(db);
+  const sessionItems = new SessionItemsCache();
 
   /** A transaction's API over one connection (`db` refuses statements once it has ended). */
   function transactionApi(db: PostgresQueryable, defer?: (write: DeferredWrite) => void): StoreTx {
@@ -348,6 +352,7 @@ function createPostgresStore(
     pool,
     schema,
     ...operations.createSqlReader(db, postgresDialect),
+    listItems: (tenantId, sessionId) => sessionItems.read(db, tenantId, sessionId),
     ...keyStore,
 
     async findApiKeyByHash(hash) {

@@ -43,11 +43,19 @@ export const listItemVersions = `${ITEM_VERSION_SELECT}
  * `itemsFromRows`): it runs on every evaluation, so no row objects are built and read back, and
  * the tenant and session strings are not copied out for each item.
  */
-const SESSION_ITEM_COLUMNS =
+export const SESSION_ITEM_COLUMNS =
   'v.key, v.value, v.type, v.source, v.trust, v.sensitivity, v.category, v.version, i.status, v.metadata, v.updated_at';
 export const listSessionItems = `SELECT ${SESSION_ITEM_COLUMNS}
   FROM state_items i ${ITEM_JOIN}
   WHERE i.tenant_id = ? AND i.session_id = ? ORDER BY i.key`;
+
+/** The FROM and WHERE of {@link listSessionItemsByKey}: `i` the items, `v` their current versions. */
+export const SESSION_ITEMS_BY_KEY = `FROM state_items i CROSS JOIN LATERAL (
+    SELECT x.key, x.value, x.type, x.source, x.trust, x.sensitivity, x.category, x.version, x.metadata, x.updated_at
+    FROM state_versions x
+    WHERE x.tenant_id = i.tenant_id AND x.session_id = i.session_id AND x.key = i.key AND x.version = i.version
+    LIMIT 1) v
+  WHERE i.tenant_id = ? AND i.session_id = ?`;
 
 /**
  * {@link listSessionItems} with each item's version found by its full primary key, one lookup per
@@ -56,13 +64,7 @@ export const listSessionItems = `SELECT ${SESSION_ITEM_COLUMNS}
  * scans the whole session's versions for every item: quadratic in the session's size. `LIMIT 1`
  * keeps the subquery apart.
  */
-export const listSessionItemsByKey = `SELECT ${SESSION_ITEM_COLUMNS}
-  FROM state_items i CROSS JOIN LATERAL (
-    SELECT x.key, x.value, x.type, x.source, x.trust, x.sensitivity, x.category, x.version, x.metadata, x.updated_at
-    FROM state_versions x
-    WHERE x.tenant_id = i.tenant_id AND x.session_id = i.session_id AND x.key = i.key AND x.version = i.version
-    LIMIT 1) v
-  WHERE i.tenant_id = ? AND i.session_id = ? ORDER BY i.key`;
+export const listSessionItemsByKey = `SELECT ${SESSION_ITEM_COLUMNS} ${SESSION_ITEMS_BY_KEY} ORDER BY i.key`;
 
 /** Writes a new version of an item. */
 export function insertItemVersion(tenantId: string, item: StateItem): Statement {

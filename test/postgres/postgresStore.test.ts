@@ -119,6 +119,41 @@ describe.skipIf(!url)('PostgreSQL', () => {
       }
     });
 
+    it("hands out a session's remembered items only while they are unchanged, whoever changed them", async () => {
+      const { stores, ghs, close } = await twoInstances();
+      try {
+        const [a] = stores;
+        expect(await a.listItems('default', 's1')).toEqual([]);
+        await ghs[1].recordState(item('100'));
+        const first = await a.listItems('default', 's1');
+        expect(first.map((i) => [i.value, i.version, i.status])).toEqual([['100', 1, 'current']]);
+        // Unchanged: the same frozen objects, in a new array.
+        const again = await a.listItems('default', 's1');
+        expect(again).not.toBe(first);
+        expect(again[0]).toBe(first[0]);
+        expect(Object.isFrozen(again[0])).toBe(true);
+        // Another instance's new version, new key and status change are each seen at once.
+        await ghs[1].recordState(item('200'));
+        expect((await a.listItems('default', 's1')).map((i) => [i.value, i.version])).toEqual([['200', 2]]);
+        await ghs[1].recordState({ ...item('x'), key: 'budget.currency' });
+        expect((await a.listItems('default', 's1')).map((i) => i.key)).toEqual([
+          'budget.currency',
+          'budget.limit',
+        ]);
+        await ghs[1].recordState({ ...item('300'), source: 'tool_output' });
+        const conflicted = await a.listItems('default', 's1');
+        expect(conflicted.map((i) => [i.key, i.value, i.status])).toEqual([
+          ['budget.currency', 'x', 'current'],
+          ['budget.limit', '200', 'conflicted'],
+        ]);
+        // Other sessions and tenants are apart.
+        expect(await a.listItems('default', 's2')).toEqual([]);
+        expect(await a.listItems('other', 's1')).toEqual([]);
+      } finally {
+        await close();
+      }
+    });
+
     it('concurrent evaluations from two instances chain seqs 1..N exactly once', async () => {
       const { ghs, close } = await twoInstances();
       try {
