@@ -20,15 +20,25 @@ import type { SqlDialect, Statement } from './dialect.js';
 const ITEM_JOIN =
   'JOIN state_versions v ON v.tenant_id = i.tenant_id AND v.session_id = i.session_id AND v.key = i.key AND v.version = i.version';
 
+// Result columns are spelled out wherever a statement runs often: PostgreSQL prepares only those
+// (postgresStore.ts), and reads only what the row mappers (rows.ts) use.
+
+/** A version's columns as `rowToItem` reads them, but `status`. */
+const VERSION_COLUMNS =
+  'v.session_id, v.key, v.value, v.type, v.source, v.trust, v.sensitivity, v.category, v.version, v.metadata, v.updated_at';
+const CONFLICT_COLUMNS = 'conflict_id, session_id, key, status, body, resolution, created_at, resolved_at';
+const EVENT_COLUMNS = 'event_id, seq, type, session_id, decision_id, occurred_at, data, prev_hash, hash';
+const WEBHOOK_COLUMNS = 'id, url, events, filter, description, status, secrets, created_at, updated_at';
+
 /** The current version of an item, with its status. */
-export const getCurrentItem = `SELECT v.*, i.status FROM state_items i ${ITEM_JOIN}
+export const getCurrentItem = `SELECT ${VERSION_COLUMNS}, i.status FROM state_items i ${ITEM_JOIN}
   WHERE i.tenant_id = ? AND i.session_id = ? AND i.key = ?`;
 
 /** {@link getCurrentItem}, holding the item until the transaction ends. */
 export const lockCurrentItem = (dialect: SqlDialect): string => `${getCurrentItem}${dialect.lockCurrentItem}`;
 
 // A version row with its item's status when it is the current version.
-const ITEM_VERSION_SELECT = `SELECT v.*, CASE WHEN i.version = v.version THEN i.status ELSE 'superseded' END AS status
+const ITEM_VERSION_SELECT = `SELECT ${VERSION_COLUMNS}, CASE WHEN i.version = v.version THEN i.status ELSE 'superseded' END AS status
   FROM state_versions v
   LEFT JOIN state_items i ON i.tenant_id = v.tenant_id AND i.session_id = v.session_id AND i.key = v.key`;
 
@@ -106,7 +116,7 @@ export function upsertCurrentItem(tenantId: string, item: StateItem): Statement 
 export const setItemStatus =
   'UPDATE state_items SET status = ? WHERE tenant_id = ? AND session_id = ? AND key = ?';
 
-export const getConflict = 'SELECT * FROM conflicts WHERE tenant_id = ? AND conflict_id = ?';
+export const getConflict = `SELECT ${CONFLICT_COLUMNS} FROM conflicts WHERE tenant_id = ? AND conflict_id = ?`;
 
 /** Conflicts, newest first, at most 500. */
 export function listConflicts(tenantId: string, query: ConflictQuery): Statement {
@@ -115,7 +125,7 @@ export function listConflicts(tenantId: string, query: ConflictQuery): Statement
     .add(query.key, 'key = ?')
     .add(query.status, 'status = ?');
   return {
-    sql: `SELECT * FROM conflicts WHERE ${where.sql} ORDER BY conflict_id DESC LIMIT 500`,
+    sql: `SELECT ${CONFLICT_COLUMNS} FROM conflicts WHERE ${where.sql} ORDER BY conflict_id DESC LIMIT 500`,
     args: where.args,
   };
 }
@@ -165,15 +175,15 @@ export function queryEvents(dialect: SqlDialect, tenantId: string, query: EventQ
           ? 'events_by_type'
           : undefined;
   return {
-    sql: `SELECT * FROM events${index ? dialect.eventsIndex(index) : ''} WHERE ${where.sql} ORDER BY seq ${query.order === 'asc' ? 'ASC' : 'DESC'} LIMIT ?`,
+    sql: `SELECT ${EVENT_COLUMNS} FROM events${index ? dialect.eventsIndex(index) : ''} WHERE ${where.sql} ORDER BY seq ${query.order === 'asc' ? 'ASC' : 'DESC'} LIMIT ?`,
     args: [...where.args, query.limit],
   };
 }
 
-export const getEventById = 'SELECT * FROM events WHERE event_id = ?';
+export const getEventById = `SELECT ${EVENT_COLUMNS} FROM events WHERE event_id = ?`;
 
 /** A page of a tenant's events in seq order, after a seq. */
-export const scanEvents = 'SELECT * FROM events WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?';
+export const scanEvents = `SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?`;
 
 const INSERT_EVENTS =
   'INSERT INTO events (tenant_id, seq, event_id, type, session_id, decision_id, occurred_at, data, prev_hash, hash) VALUES ';
@@ -216,8 +226,8 @@ export function moveChainHead(tenantId: string, e: Pick<StoredEvent, 'seq' | 'ha
 /** Tenants with events (`seq > 0`: a PostgreSQL head may hold a placeholder before the first). */
 export const listTenants = 'SELECT tenant_id FROM chain_heads WHERE seq > 0 ORDER BY tenant_id';
 
-export const getWebhook = 'SELECT * FROM webhooks WHERE tenant_id = ? AND id = ?';
-export const listWebhooks = 'SELECT * FROM webhooks WHERE tenant_id = ? ORDER BY id';
+export const getWebhook = `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE tenant_id = ? AND id = ?`;
+export const listWebhooks = `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE tenant_id = ? ORDER BY id`;
 
 export function insertWebhook(tenantId: string, w: StoredWebhook): Statement {
   return {
