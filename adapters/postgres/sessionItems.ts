@@ -43,17 +43,42 @@ function stampOf(items: readonly StateItem[]): string {
   return items.map((i) => `${i.key}:${i.version}:${i.status}`).join(',');
 }
 
-/** Remembered sessions of one store, checked on every read. */
+/**
+ * Remembered sessions of one store, checked on every read. Reads of one session asked for in the
+ * same turn of the event loop share one statement: it is sent after every one of them was asked
+ * for, so each still sees what was committed before it asked (concurrent evaluations of a
+ * session otherwise each ran the same read).
+ */
 export class SessionItemsCache {
   readonly #sessions = new Map<string, { stamp: string; items: readonly StateItem[] }>();
+  /** Reads asked for and not sent yet, by session. */
+  readonly #due = new Map<string, Promise<readonly StateItem[]>>();
 
   /** The session's current items as committed now: fresh array, frozen items shared by reads. */
   async read(db: SqlExecutor, tenantId: string, sessionId: string): Promise<StateItem[]> {
     const id = `${tenantId.length}:${tenantId}${sessionId}`;
+    let due = this.#due.get(id);
+    if (!due) {
+      // After the current microtasks: callers resumed together (a batch's commit) all join.
+      due = new Promise<void>((resolve) => process.nextTick(resolve)).then(() => {
+        this.#due.delete(id);
+        return this.#fetch(db, tenantId, sessionId, id);
+      });
+      this.#due.set(id, due);
+    }
+    return (await due).slice();
+  }
+
+  async #fetch(
+    db: SqlExecutor,
+    tenantId: string,
+    sessionId: string,
+    id: string,
+  ): Promise<readonly StateItem[]> {
     const known = this.#sessions.get(id);
     const stamp = known?.stamp ?? NO_STAMP;
     const rows = await db.rows(READ_SESSION_ITEMS, [tenantId, sessionId, tenantId, sessionId, stamp, stamp]);
-    if (rows.length === 1 && rows[0]![0] === '') return known!.items.slice();
+    if (rows.length === 1 && rows[0]![0] === '') return known!.items;
     // Frozen: the gate keeps its view of frozen items (gateStateOf) while they are the same objects.
     const items = itemsFromRows(sessionId, rows);
     for (const item of items) Object.freeze(Object.freeze(item).metadata);
@@ -61,6 +86,6 @@ export class SessionItemsCache {
     else if (this.#sessions.size >= SESSIONS_REMEMBERED)
       this.#sessions.delete(this.#sessions.keys().next().value!);
     this.#sessions.set(id, { stamp: stampOf(items), items });
-    return items.slice();
+    return items;
   }
 }

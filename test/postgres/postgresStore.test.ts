@@ -119,7 +119,7 @@ describe.skipIf(!url)('PostgreSQL', () => {
       }
     });
 
-    it("hands out a session's remembered items only while they are unchanged, whoever changed them", async () => {
+    it("hands out a session's remembered items only while unchanged, whoever changed them; reads asked together share one statement", async () => {
       const { stores, ghs, close } = await twoInstances();
       try {
         const [a] = stores;
@@ -146,6 +146,18 @@ describe.skipIf(!url)('PostgreSQL', () => {
           ['budget.currency', 'x', 'current'],
           ['budget.limit', '200', 'conflicted'],
         ]);
+        // Reads of one session asked for together share one statement, each caller its own array.
+        const pool = a.pool as unknown as { query: (...args: unknown[]) => unknown };
+        const query = pool.query.bind(pool);
+        let statements = 0;
+        pool.query = (...args: unknown[]) => {
+          statements += 1;
+          return query(...args);
+        };
+        const together = await Promise.all(Array.from({ length: 5 }, () => a.listItems('default', 's1')));
+        expect(statements).toBe(1);
+        expect(new Set(together).size).toBe(5);
+        for (const items of together) expect(items).toEqual(conflicted);
         // Other sessions and tenants are apart.
         expect(await a.listItems('default', 's2')).toEqual([]);
         expect(await a.listItems('other', 's1')).toEqual([]);
