@@ -24,9 +24,10 @@ const ITEM_JOIN =
 // (postgresStore.ts), and reads only what the row mappers (rows.ts) use.
 
 /** A version's columns as `rowToItem` reads them, but `status`. */
-const VERSION_COLUMNS =
+export const VERSION_COLUMNS =
   'v.session_id, v.key, v.value, v.type, v.source, v.trust, v.sensitivity, v.category, v.version, v.metadata, v.updated_at';
-const CONFLICT_COLUMNS = 'conflict_id, session_id, key, status, body, resolution, created_at, resolved_at';
+export const CONFLICT_COLUMNS =
+  'conflict_id, session_id, key, status, body, resolution, created_at, resolved_at';
 const EVENT_COLUMNS = 'event_id, seq, type, session_id, decision_id, occurred_at, data, prev_hash, hash';
 const WEBHOOK_COLUMNS = 'id, url, events, filter, description, status, secrets, created_at, updated_at';
 
@@ -118,14 +119,17 @@ export const setItemStatus =
 
 export const getConflict = `SELECT ${CONFLICT_COLUMNS} FROM conflicts WHERE tenant_id = ? AND conflict_id = ?`;
 
-/** Conflicts, newest first, at most 500. */
+/** Most conflicts one {@link listConflicts} returns. */
+export const LIST_CONFLICTS_LIMIT = 500;
+
+/** Conflicts, newest first, at most {@link LIST_CONFLICTS_LIMIT}. */
 export function listConflicts(tenantId: string, query: ConflictQuery): Statement {
   const where = new Conditions('tenant_id = ?', tenantId)
     .add(query.session_id, 'session_id = ?')
     .add(query.key, 'key = ?')
     .add(query.status, 'status = ?');
   return {
-    sql: `SELECT ${CONFLICT_COLUMNS} FROM conflicts WHERE ${where.sql} ORDER BY conflict_id DESC LIMIT 500`,
+    sql: `SELECT ${CONFLICT_COLUMNS} FROM conflicts WHERE ${where.sql} ORDER BY conflict_id DESC LIMIT ${LIST_CONFLICTS_LIMIT}`,
     args: where.args,
   };
 }

@@ -106,8 +106,6 @@ export type DeferredWrite =
 
 /** What a store adds to the shared transaction code. */
 export interface TxHooks {
-  /** Runs before reading an item the transaction is about to change (PostgreSQL: an advisory lock). */
-  beforeLockItem?(tenantId: string, sessionId: string, key: string): Promise<void>;
   /**
    * Takes a write instead of running it now. The store must run it before any later statement
    * of the transaction and before its COMMIT, so that the transaction reads its own writes.
@@ -118,7 +116,7 @@ export interface TxHooks {
 /** The reads and writes of one transaction. */
 export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks = {}): StoreTx {
   const lockItemSql = sql.lockCurrentItem(dialect);
-  const { beforeLockItem, defer } = hooks;
+  const { defer } = hooks;
   /** Runs the statements now, or hands them to the store to run with its next one. */
   const write = async (statements: readonly Statement[]) => {
     if (defer) defer({ kind: 'statements', statements });
@@ -128,13 +126,7 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
     ...createSqlReader(db, dialect),
     ...createPolicyWriter(db),
     async lockItem(t, s, k) {
-      if (!beforeLockItem) {
-        const r = await db.get(lockItemSql, [t, s, k]);
-        return r ? rowToItem(r) : null;
-      }
-      // Both sent at once where the driver pipelines: the read is a later statement, so it still
-      // runs after the lock is granted and sees what the previous holder committed.
-      const [, r] = await Promise.all([beforeLockItem(t, s, k), db.get(lockItemSql, [t, s, k])]);
+      const r = await db.get(lockItemSql, [t, s, k]);
       return r ? rowToItem(r) : null;
     },
     async insertItemVersion(t, item) {

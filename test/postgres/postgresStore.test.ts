@@ -308,13 +308,19 @@ describe.skipIf(!url)('PostgreSQL', () => {
         );
         expect(transactions.length).toBeLessThan(6);
         for (const t of transactions) {
-          const locks = t.filter((w) => w.startsWith('SELECT pg_advisory_xact_lock'));
-          // BEGIN, the chain head, the webhooks, then each item's lock and read; no caller sent
-          // a statement of its own, so none needed a savepoint.
-          expect(
-            t.slice(0, 3 + 2 * locks.length).filter((w) => w.startsWith('SELECT v.session_id, v.key,'))
-              .length,
-          ).toBe(locks.length);
+          // BEGIN, the chain head, the webhooks, then every declared item's lock, read and open
+          // conflicts, one statement each for the whole batch; no caller sent a statement of its
+          // own, so none needed a savepoint.
+          const first = ['BEGIN', 'INSERT INTO chain_heads', 'SELECT id, url,'];
+          const declared = [
+            'SELECT pg_advisory_xact_lock(',
+            'SELECT w.n, v.session_id,',
+            'SELECT w.n, c.conflict_id,',
+          ];
+          expect(t.slice(0, 6).map((w, i) => w.startsWith([...first, ...declared][i]!))).toEqual(
+            Array(6).fill(true),
+          );
+          expect(t.filter((w) => w.startsWith('SELECT pg_advisory_xact_lock'))).toHaveLength(1);
           expect(t.some((w) => w.includes('SAVEPOINT'))).toBe(false);
           expect(t.at(-1)).toBe('COMMIT');
         }
@@ -322,7 +328,22 @@ describe.skipIf(!url)('PostgreSQL', () => {
           Array.from({ length: 6 }, (_, i) => store.getItem('default', 's1', `k.v${i}`)),
         );
         expect(items.map((x) => x?.value)).toEqual(Array(6).fill('2'));
-        expect(await gh.verifyHistory()).toMatchObject({ ok: true, checked: 7 });
+        // Lower-trust writes conflict: their open conflicts were read with the items, so these
+        // callers send no statement of their own either.
+        transactions.length = 0;
+        const conflicting = await Promise.all(
+          Array.from({ length: 6 }, (_, i) =>
+            gh.recordState({ ...item('3'), key: `k.v${i}`, source: 'tool_output' }),
+          ),
+        );
+        expect(conflicting.map((r) => r.outcome)).toEqual(Array(6).fill('conflict'));
+        expect(transactions.length).toBeGreaterThan(0);
+        for (const t of transactions) {
+          expect(t.some((w) => w.includes('SAVEPOINT'))).toBe(false);
+          expect(t.at(-1)).toBe('COMMIT');
+        }
+        expect(await gh.listConflicts('s1', { status: 'open' })).toHaveLength(6);
+        expect(await gh.verifyHistory()).toMatchObject({ ok: true, checked: 13 });
       } finally {
         await store.close();
       }
