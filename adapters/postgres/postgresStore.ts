@@ -40,7 +40,7 @@ import { apiKeyValues, num, type Row, str } from '../sql/rows.js';
 import * as sql from '../sql/statements.js';
 import type { DeferredWrite } from '../sql/storeOperations.js';
 import * as operations from '../sql/storeOperations.js';
-import { postgresDialect } from './dialect.js';
+import { insertItemVersions, postgresDialect } from './dialect.js';
 import { ItemReads } from './itemReads.js';
 import { KeyRevocationListener, REVOKE_AND_NOTIFY } from './keyRevocations.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
@@ -343,6 +343,7 @@ function createPostgresStore(
     const pipelined = new PipelinedBatch(client, {
       toQuery,
       combineWrites: postgresDialect.combineWrites!,
+      insertItemVersions,
       transaction: transactionApi,
     });
     try {

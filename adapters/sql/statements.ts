@@ -104,15 +104,13 @@ export function upsertCurrentItem(tenantId: string, item: StateItem): Statement 
   return {
     sql: `INSERT INTO state_items (tenant_id, session_id, key, version, status) VALUES (?, ?, ?, ?, ?)
       ON CONFLICT (tenant_id, session_id, key) DO UPDATE SET version = excluded.version, status = excluded.status`,
-    args: [
-      tenantId,
-      item.session_id,
-      item.key,
-      item.version,
-      item.status === 'conflicted' ? 'conflicted' : 'current',
-    ],
+    args: [tenantId, item.session_id, item.key, item.version, currentStatus(item)],
   };
 }
+
+/** The status an item's new current version gets. */
+export const currentStatus = (item: StateItem): 'conflicted' | 'current' =>
+  item.status === 'conflicted' ? 'conflicted' : 'current';
 
 export const setItemStatus =
   'UPDATE state_items SET status = ? WHERE tenant_id = ? AND session_id = ? AND key = ?';

@@ -9,6 +9,7 @@ import type {
   KeyStore,
   NewDelivery,
   OutboxStore,
+  StateItem,
   StoredEvent,
   StoredWebhook,
   StoreReader,
@@ -101,6 +102,8 @@ export function createSqlReader(db: SqlExecutor, dialect: SqlDialect): StoreRead
 export type DeferredWrite =
   | { kind: 'event'; tenantId: string; event: StoredEvent }
   | { kind: 'deliveries'; tenantId: string; rows: readonly NewDelivery[] }
+  /** A new version of an item, made current ({@link StoreTx.insertItemVersion}). */
+  | { kind: 'itemVersion'; tenantId: string; item: StateItem }
   /** Statements run in this order, as one where the dialect can combine them. */
   | { kind: 'statements'; statements: readonly Statement[] };
 
@@ -130,7 +133,8 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
       return r ? rowToItem(r) : null;
     },
     async insertItemVersion(t, item) {
-      await write([sql.insertItemVersion(t, item), sql.upsertCurrentItem(t, item)]);
+      if (defer) defer({ kind: 'itemVersion', tenantId: t, item });
+      else await db.runAll([sql.insertItemVersion(t, item), sql.upsertCurrentItem(t, item)]);
     },
     async setItemStatus(t, s, k, status) {
       await write([{ sql: sql.setItemStatus, args: [status, t, s, k] }]);
