@@ -124,7 +124,7 @@ export async function run({ quick }) {
         { what: 'recordState ops/s, 2 instances ÷ 1 instance', value: scaling.record, op: '>=', target: 1 },
       ],
       notes: [
-        `2 instances ÷ 1 instance: evaluate ${scaling.evaluate.toFixed(2)}×, recordState ${scaling.record.toFixed(2)}× (one tenant: each instance's batch takes the tenant's chain-head lock; an evaluation batch holds it for one round trip and its COMMIT, a recordState batch for one more round trip per caller, its item lock and read)`,
+        `2 instances ÷ 1 instance: evaluate ${scaling.evaluate.toFixed(2)}×, recordState ${scaling.record.toFixed(2)}× (one tenant: each instance's batch takes the tenant's chain-head lock; a batch holds it for one round trip and its COMMIT; a recordState batch locks and reads its items and their open conflicts in that first round trip)`,
         `PostgreSQL at ${new URL(url).host}, schema ${schema} (dropped afterwards)`,
       ],
       extra: { scaling },

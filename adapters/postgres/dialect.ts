@@ -3,8 +3,10 @@
  * placeholders, row locks (`FOR UPDATE`, `SKIP LOCKED`), and writes combined into one statement
  * with data-modifying CTEs, one round trip instead of several.
  */
+
+import type { StateItem } from '../../src/index.js';
 import { numberPlaceholders, type SqlDialect, type Statement } from '../sql/dialect.js';
-import { listSessionItemsByKey } from '../sql/statements.js';
+import { currentStatus, listSessionItemsByKey } from '../sql/statements.js';
 
 /** The PostgreSQL dialect. */
 export const postgresDialect: SqlDialect = {
@@ -48,3 +50,45 @@ export const postgresDialect: SqlDialect = {
     };
   },
 };
+
+/**
+ * New versions of one tenant's items, made current: one statement of one text however many
+ * (arrays, one per column), so it is prepared once. Several versions of one key: the last is current.
+ */
+export function insertItemVersions(tenantId: string, items: readonly StateItem[]): Statement {
+  const current = new Map<string, StateItem>();
+  for (const item of items) current.set(`${item.session_id}\u0000${item.key}`, item);
+  const last = [...current.values()];
+  return {
+    sql: INSERT_ITEM_VERSIONS,
+    args: [
+      tenantId,
+      items.map((i) => i.session_id),
+      items.map((i) => i.key),
+      items.map((i) => i.version),
+      items.map((i) => i.value),
+      items.map((i) => i.type),
+      items.map((i) => i.source),
+      items.map((i) => i.trust),
+      items.map((i) => i.sensitivity),
+      items.map((i) => i.category),
+      items.map((i) => JSON.stringify(i.metadata)),
+      items.map((i) => i.updated_at),
+      tenantId,
+      last.map((i) => i.session_id),
+      last.map((i) => i.key),
+      last.map((i) => i.version),
+      last.map(currentStatus),
+    ],
+  };
+}
+
+// ON CONFLICT may change a row once per statement: hence one state_items row per key.
+const INSERT_ITEM_VERSIONS = `WITH versions AS (
+    INSERT INTO state_versions (tenant_id, session_id, key, version, value, type, source, trust, sensitivity, category, metadata, updated_at)
+    SELECT ?, s, k, n, value, type, source, trust, sensitivity, category, metadata, updated_at
+    FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[])
+      AS u(s, k, n, value, type, source, trust, sensitivity, category, metadata, updated_at))
+  INSERT INTO state_items (tenant_id, session_id, key, version, status)
+  SELECT ?, s, k, n, status FROM unnest(?::text[], ?::text[], ?::int[], ?::text[]) AS u(s, k, n, status)
+  ON CONFLICT (tenant_id, session_id, key) DO UPDATE SET version = excluded.version, status = excluded.status`;

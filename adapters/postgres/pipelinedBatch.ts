@@ -18,7 +18,7 @@
  * inputs are checked storable before they reach a transaction, and their keys are unique by
  * construction or held under the item's lock.
  */
-import type { NewDelivery, StoredEvent, StoreTx } from '../../src/index.js';
+import type { NewDelivery, StateItem, StoredEvent, StoreTx } from '../../src/index.js';
 import type { Statement } from '../sql/dialect.js';
 import type { BatchConnection } from '../sql/groupCommit.js';
 import * as sql from '../sql/statements.js';
@@ -36,6 +36,8 @@ export interface PipelinedBatchOptions {
   toQuery(text: string, values: readonly unknown[]): PostgresQuery;
   /** Several writes as one statement (data-modifying CTEs). */
   combineWrites(statements: readonly Statement[]): Statement;
+  /** New versions of one tenant's items as one statement. */
+  insertItemVersions(tenantId: string, items: readonly StateItem[]): Statement;
   /** The store's transaction API over the batch's connection, with its writes held back. */
   transaction(db: PostgresQueryable, defer: (write: DeferredWrite) => void): StoreTx;
 }
@@ -210,7 +212,8 @@ export class PipelinedBatch {
 
   /**
    * Held-back writes as few statements: each tenant's events in one INSERT that also moves its
-   * chain head, each tenant's outbox rows in one INSERT, the rest in their order. Events and
+   * chain head, each tenant's outbox rows in one INSERT, the rest in their order, where item
+   * versions in a row (no other write between them) of one tenant are one statement. Events and
    * outbox rows go first: no other held-back write touches their tables.
    */
   #sendWrites(writes: readonly DeferredWrite[], shared: boolean): void {
@@ -218,11 +221,24 @@ export class PipelinedBatch {
     const events = new Map<string, StoredEvent[]>();
     const deliveries = new Map<string, NewDelivery[]>();
     const rest: Statement[] = [];
+    let versions: { tenantId: string; items: StateItem[] } | undefined;
+    const endVersions = () => {
+      if (versions) rest.push(this.#options.insertItemVersions(versions.tenantId, versions.items));
+      versions = undefined;
+    };
     for (const w of writes) {
       if (w.kind === 'event') push(events, w.tenantId, [w.event]);
       else if (w.kind === 'deliveries') push(deliveries, w.tenantId, w.rows);
-      else rest.push(this.#options.combineWrites(w.statements));
+      else if (w.kind === 'itemVersion') {
+        if (versions?.tenantId !== w.tenantId || versions.items.length === ROWS_PER_INSERT) endVersions();
+        versions ??= { tenantId: w.tenantId, items: [] };
+        versions.items.push(w.item);
+      } else {
+        endVersions();
+        rest.push(this.#options.combineWrites(w.statements));
+      }
     }
+    endVersions();
     const out: Statement[] = [];
     for (const [tenantId, list] of events) {
       for (let i = 0; i < list.length; i += ROWS_PER_INSERT) {

@@ -4,7 +4,8 @@
  * writer, this store gets from locks taken inside each transaction (READ COMMITTED):
  * - an item is locked with a transaction-scoped advisory lock on (schema, tenant, session, key),
  *   then its row is read `FOR UPDATE`; the advisory lock also covers the first write, when there
- *   is no row yet to lock;
+ *   is no row yet to lock. Items asked for together (a batch's declared items) are locked and
+ *   read, with their open conflicts, in one statement of each kind (./itemReads.ts);
  * - a tenant's chain head is locked by an upsert that takes the row lock and returns the newest
  *   committed head, so appends of one tenant serialise and `seq` stays gap-free;
  * - transactions that declare their tenant are group-committed (adapters/sql/groupCommit.ts): one
@@ -12,8 +13,11 @@
  *   heads first, in tenant order, then runs each caller in a savepoint. The chain-head lock is
  *   taken and the COMMIT paid once per batch, and item locks are only ever taken under the
  *   tenant's chain-head lock, so batches of several instances cannot deadlock. The batch's
- *   connection pipelines (./pipelinedBatch.ts): a batch of evaluations is two round trips;
+ *   connection pipelines (./pipelinedBatch.ts): a batch of evaluations, or of state writes that
+ *   read nothing but their declared items and conflicts, is two round trips;
  * - statements whose result columns are spelled out are prepared once per connection;
+ * - a session's items are remembered and handed out again while a stamp read in their place
+ *   says they are unchanged (./sessionItems.ts);
  * - webhook deliveries are claimed with `FOR UPDATE SKIP LOCKED` and a lease;
  * - API keys found by hash are cached while a LISTEN connection hears every revocation of the
  *   schema (./keyRevocations.ts); a revocation returns once its NOTIFY came back to this store;
@@ -36,7 +40,8 @@ import { apiKeyValues, num, type Row, str } from '../sql/rows.js';
 import * as sql from '../sql/statements.js';
 import type { DeferredWrite } from '../sql/storeOperations.js';
 import * as operations from '../sql/storeOperations.js';
-import { postgresDialect } from './dialect.js';
+import { insertItemVersions, postgresDialect } from './dialect.js';
+import { ItemReads } from './itemReads.js';
 import { KeyRevocationListener, REVOKE_AND_NOTIFY } from './keyRevocations.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
 import {
@@ -48,6 +53,7 @@ import {
   type PostgresQueryResult,
 } from './pgPool.js';
 import { PipelinedBatch } from './pipelinedBatch.js';
+import { SessionItemsCache } from './sessionItems.js';
 
 /** Options for {@link openPostgresStore}. */
 export interface PostgresStoreOptions {
@@ -104,6 +110,8 @@ export interface PostgresStore extends Store {
 /** Advisory-lock classes (first key of the two-key form), so Gatehouse's locks never meet others'. */
 const MIGRATION_LOCK_CLASS = 0x47480001;
 const ITEM_LOCK_CLASS = 0x47480002;
+/** The item locks of the keys in its array parameter, in order. */
+const LOCK_ITEMS = `SELECT pg_advisory_xact_lock(${ITEM_LOCK_CLASS}, hashtext(x)) FROM unnest(?::text[]) AS x`;
 const PING_TIMEOUT_MS = 5000;
 /**
  * Most transactions committed together. Each caller's savepoint is a subtransaction; past 64 in
@@ -310,20 +318,23 @@ function createPostgresStore(
     onError: options.onError,
   });
   const keyStore = operations.createSqlKeyStore(db);
+  const sessionItems = new SessionItemsCache();
 
   /** A transaction's API over one connection (`db` refuses statements once it has ended). */
   function transactionApi(db: PostgresQueryable, defer?: (write: DeferredWrite) => void): StoreTx {
     const txDb = createExecutor(db);
-    return operations.createSqlTx(txDb, postgresDialect, {
-      // Taken before reading, so that first writers of a key (no row to lock yet) serialise
-      // too; the read that follows is a new statement and sees what the previous holder committed.
-      beforeLockItem: async (t, s, k) => {
-        await txDb.get(`SELECT pg_advisory_xact_lock(${ITEM_LOCK_CLASS}, hashtext(?::text))`, [
-          JSON.stringify([schema, t, s, k]),
-        ]);
-      },
-      ...(defer ? { defer } : {}),
-    });
+    const tx = operations.createSqlTx(txDb, postgresDialect, defer ? { defer } : {});
+    // The advisory lock is taken before reading, so that first writers of a key (no row to lock
+    // yet) serialise too.
+    const reads = new ItemReads(txDb, LOCK_ITEMS, (t, s, k) => JSON.stringify([schema, t, s, k]));
+    return {
+      ...tx,
+      lockItem: (t, s, k) => reads.lockItem(t, s, k),
+      listConflicts: (t, q) =>
+        q.status === 'open' && q.session_id !== undefined && q.key !== undefined
+          ? reads.openConflicts(t, q.session_id, q.key)
+          : tx.listConflicts(t, q),
+    };
   }
 
   /** Runs one batch of declared-tenant transactions on one pooled connection, pipelined. */
@@ -332,6 +343,7 @@ function createPostgresStore(
     const pipelined = new PipelinedBatch(client, {
       toQuery,
       combineWrites: postgresDialect.combineWrites!,
+      insertItemVersions,
       transaction: transactionApi,
     });
     try {
@@ -348,6 +360,7 @@ function createPostgresStore(
     pool,
     schema,
     ...operations.createSqlReader(db, postgresDialect),
+    listItems: (tenantId, sessionId) => sessionItems.read(db, tenantId, sessionId),
     ...keyStore,
 
     async findApiKeyByHash(hash) {

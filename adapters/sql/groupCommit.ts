@@ -16,7 +16,15 @@
  * The flush waits for `setImmediate`, not a microtask: over HTTP each request body ends in its
  * own event-loop turn, and only a flush after the poll phase sees the requests that arrived with it.
  */
-import type { ChainHead, StateItem, StoredWebhook, StoreTx, TransactionOptions } from '../../src/index.js';
+import type {
+  ChainHead,
+  Conflict,
+  ConflictQuery,
+  StateItem,
+  StoredWebhook,
+  StoreTx,
+  TransactionOptions,
+} from '../../src/index.js';
 
 /** One caller's transaction, waiting for its batch. */
 export interface BatchMember {
@@ -53,7 +61,9 @@ export interface RunBatchOptions {
   /**
    * Lock every member's tenant chain head, in tenant order, and read its webhook list, before
    * running any member (PostgreSQL: two instances' batches then never wait on each other's chain
-   * heads or items in opposite orders); then lock and read the items members declared, in order.
+   * heads or items in opposite orders); then lock and read the items members declared, in order,
+   * and their open conflicts (what a write that conflicts or settles conflicts reads), so that
+   * members need no statement of their own.
    * Every member must declare its tenant; a member that appends to a tenant no member of the
    * batch declared is refused.
    */
@@ -68,23 +78,37 @@ interface BatchCache {
   webhooks: Map<string, StoredWebhook[]>;
   /** Items as the batch locked and read them, until a member of the batch writes them. */
   items: Map<string, StateItem | null>;
+  /** Open conflicts of an item (newest first), until a member of the batch writes conflicts. */
+  conflicts: Map<string, Conflict[]>;
 }
 
-const emptyCache = (): BatchCache => ({ heads: new Map(), webhooks: new Map(), items: new Map() });
+const emptyCache = (): BatchCache => ({
+  heads: new Map(),
+  webhooks: new Map(),
+  items: new Map(),
+  conflicts: new Map(),
+});
 const copyCache = (c: BatchCache): BatchCache => ({
   heads: new Map(c.heads),
   webhooks: new Map(c.webhooks),
   items: new Map(c.items),
+  conflicts: new Map(c.conflicts),
 });
 // NUL cannot occur in what reaches a database (inputs are checked; PostgreSQL refuses it in text).
 const itemId = (tenantId: string, sessionId: string, key: string) =>
   `${tenantId}\u0000${sessionId}\u0000${key}`;
+/** The item whose open conflicts `query` asks for, if that is all it asks for. */
+const openConflictsOf = (tenantId: string, q: ConflictQuery): string | undefined =>
+  q.status === 'open' && q.session_id !== undefined && q.key !== undefined
+    ? itemId(tenantId, q.session_id, q.key)
+    : undefined;
 
 /**
  * Wraps a transaction so that the chain head and the webhook list of a tenant, and a locked
- * item, are read once per batch: the batch holds the chain head and the item's lock from their
- * first read to COMMIT, so the next caller's head is the one the previous caller's last append
- * left; the webhook list and the item are read again after a caller of the batch changed them.
+ * item and its open conflicts, are read once per batch: the batch holds the chain head and the
+ * item's lock from their first read to COMMIT (an item's conflicts change only under its lock),
+ * so the next caller's head is the one the previous caller's last append left; the webhook list,
+ * the item and its conflicts are read again after a caller of the batch changed them.
  */
 function cachedTx(
   inner: StoreTx,
@@ -108,6 +132,25 @@ function cachedTx(
     async setItemStatus(tenantId, sessionId, key, status) {
       cache.current.items.delete(itemId(tenantId, sessionId, key));
       await inner.setItemStatus(tenantId, sessionId, key, status);
+    },
+    async listConflicts(tenantId, query) {
+      const id = openConflictsOf(tenantId, query);
+      if (id === undefined) return inner.listConflicts(tenantId, query);
+      let list = cache.current.conflicts.get(id);
+      if (!list) {
+        list = await inner.listConflicts(tenantId, query);
+        cache.current.conflicts.set(id, list);
+      }
+      return [...list];
+    },
+    async insertConflict(tenantId, conflict) {
+      cache.current.conflicts.delete(itemId(tenantId, conflict.session_id, conflict.key));
+      await inner.insertConflict(tenantId, conflict);
+    },
+    async updateConflict(tenantId, conflictId, patch) {
+      // Which item the conflict is of is not known here.
+      cache.current.conflicts.clear();
+      await inner.updateConflict(tenantId, conflictId, patch);
     },
     async lockChainHead(tenantId) {
       const { heads } = cache.current;
@@ -174,7 +217,10 @@ export async function runBatch(
         await Promise.all([
           ...[...tenants].sort().flatMap((t) => [tx.lockChainHead(t), tx.listWebhooks(t)]),
           // Under the chain heads, as every item lock of these tenants is taken.
-          ...declaredItems(pending).map(([t, s, k]) => tx.lockItem(t, s, k)),
+          ...declaredItems(pending).flatMap(([t, s, k]) => [
+            tx.lockItem(t, s, k),
+            tx.listConflicts(t, { session_id: s, key: k, status: 'open' }),
+          ]),
         ]);
       }
     } catch (error) {

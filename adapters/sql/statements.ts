@@ -20,15 +20,26 @@ import type { SqlDialect, Statement } from './dialect.js';
 const ITEM_JOIN =
   'JOIN state_versions v ON v.tenant_id = i.tenant_id AND v.session_id = i.session_id AND v.key = i.key AND v.version = i.version';
 
+// Result columns are spelled out wherever a statement runs often: PostgreSQL prepares only those
+// (postgresStore.ts), and reads only what the row mappers (rows.ts) use.
+
+/** A version's columns as `rowToItem` reads them, but `status`. */
+export const VERSION_COLUMNS =
+  'v.session_id, v.key, v.value, v.type, v.source, v.trust, v.sensitivity, v.category, v.version, v.metadata, v.updated_at';
+export const CONFLICT_COLUMNS =
+  'conflict_id, session_id, key, status, body, resolution, created_at, resolved_at';
+const EVENT_COLUMNS = 'event_id, seq, type, session_id, decision_id, occurred_at, data, prev_hash, hash';
+const WEBHOOK_COLUMNS = 'id, url, events, filter, description, status, secrets, created_at, updated_at';
+
 /** The current version of an item, with its status. */
-export const getCurrentItem = `SELECT v.*, i.status FROM state_items i ${ITEM_JOIN}
+export const getCurrentItem = `SELECT ${VERSION_COLUMNS}, i.status FROM state_items i ${ITEM_JOIN}
   WHERE i.tenant_id = ? AND i.session_id = ? AND i.key = ?`;
 
 /** {@link getCurrentItem}, holding the item until the transaction ends. */
 export const lockCurrentItem = (dialect: SqlDialect): string => `${getCurrentItem}${dialect.lockCurrentItem}`;
 
 // A version row with its item's status when it is the current version.
-const ITEM_VERSION_SELECT = `SELECT v.*, CASE WHEN i.version = v.version THEN i.status ELSE 'superseded' END AS status
+const ITEM_VERSION_SELECT = `SELECT ${VERSION_COLUMNS}, CASE WHEN i.version = v.version THEN i.status ELSE 'superseded' END AS status
   FROM state_versions v
   LEFT JOIN state_items i ON i.tenant_id = v.tenant_id AND i.session_id = v.session_id AND i.key = v.key`;
 
@@ -43,11 +54,19 @@ export const listItemVersions = `${ITEM_VERSION_SELECT}
  * `itemsFromRows`): it runs on every evaluation, so no row objects are built and read back, and
  * the tenant and session strings are not copied out for each item.
  */
-const SESSION_ITEM_COLUMNS =
+export const SESSION_ITEM_COLUMNS =
   'v.key, v.value, v.type, v.source, v.trust, v.sensitivity, v.category, v.version, i.status, v.metadata, v.updated_at';
 export const listSessionItems = `SELECT ${SESSION_ITEM_COLUMNS}
   FROM state_items i ${ITEM_JOIN}
   WHERE i.tenant_id = ? AND i.session_id = ? ORDER BY i.key`;
+
+/** The FROM and WHERE of {@link listSessionItemsByKey}: `i` the items, `v` their current versions. */
+export const SESSION_ITEMS_BY_KEY = `FROM state_items i CROSS JOIN LATERAL (
+    SELECT x.key, x.value, x.type, x.source, x.trust, x.sensitivity, x.category, x.version, x.metadata, x.updated_at
+    FROM state_versions x
+    WHERE x.tenant_id = i.tenant_id AND x.session_id = i.session_id AND x.key = i.key AND x.version = i.version
+    LIMIT 1) v
+  WHERE i.tenant_id = ? AND i.session_id = ?`;
 
 /**
  * {@link listSessionItems} with each item's version found by its full primary key, one lookup per
@@ -56,13 +75,7 @@ export const listSessionItems = `SELECT ${SESSION_ITEM_COLUMNS}
  * scans the whole session's versions for every item: quadratic in the session's size. `LIMIT 1`
  * keeps the subquery apart.
  */
-export const listSessionItemsByKey = `SELECT ${SESSION_ITEM_COLUMNS}
-  FROM state_items i CROSS JOIN LATERAL (
-    SELECT x.key, x.value, x.type, x.source, x.trust, x.sensitivity, x.category, x.version, x.metadata, x.updated_at
-    FROM state_versions x
-    WHERE x.tenant_id = i.tenant_id AND x.session_id = i.session_id AND x.key = i.key AND x.version = i.version
-    LIMIT 1) v
-  WHERE i.tenant_id = ? AND i.session_id = ? ORDER BY i.key`;
+export const listSessionItemsByKey = `SELECT ${SESSION_ITEM_COLUMNS} ${SESSION_ITEMS_BY_KEY} ORDER BY i.key`;
 
 /** Writes a new version of an item. */
 export function insertItemVersion(tenantId: string, item: StateItem): Statement {
@@ -91,29 +104,30 @@ export function upsertCurrentItem(tenantId: string, item: StateItem): Statement 
   return {
     sql: `INSERT INTO state_items (tenant_id, session_id, key, version, status) VALUES (?, ?, ?, ?, ?)
       ON CONFLICT (tenant_id, session_id, key) DO UPDATE SET version = excluded.version, status = excluded.status`,
-    args: [
-      tenantId,
-      item.session_id,
-      item.key,
-      item.version,
-      item.status === 'conflicted' ? 'conflicted' : 'current',
-    ],
+    args: [tenantId, item.session_id, item.key, item.version, currentStatus(item)],
   };
 }
+
+/** The status an item's new current version gets. */
+export const currentStatus = (item: StateItem): 'conflicted' | 'current' =>
+  item.status === 'conflicted' ? 'conflicted' : 'current';
 
 export const setItemStatus =
   'UPDATE state_items SET status = ? WHERE tenant_id = ? AND session_id = ? AND key = ?';
 
-export const getConflict = 'SELECT * FROM conflicts WHERE tenant_id = ? AND conflict_id = ?';
+export const getConflict = `SELECT ${CONFLICT_COLUMNS} FROM conflicts WHERE tenant_id = ? AND conflict_id = ?`;
 
-/** Conflicts, newest first, at most 500. */
+/** Most conflicts one {@link listConflicts} returns. */
+export const LIST_CONFLICTS_LIMIT = 500;
+
+/** Conflicts, newest first, at most {@link LIST_CONFLICTS_LIMIT}. */
 export function listConflicts(tenantId: string, query: ConflictQuery): Statement {
   const where = new Conditions('tenant_id = ?', tenantId)
     .add(query.session_id, 'session_id = ?')
     .add(query.key, 'key = ?')
     .add(query.status, 'status = ?');
   return {
-    sql: `SELECT * FROM conflicts WHERE ${where.sql} ORDER BY conflict_id DESC LIMIT 500`,
+    sql: `SELECT ${CONFLICT_COLUMNS} FROM conflicts WHERE ${where.sql} ORDER BY conflict_id DESC LIMIT ${LIST_CONFLICTS_LIMIT}`,
     args: where.args,
   };
 }
@@ -163,15 +177,15 @@ export function queryEvents(dialect: SqlDialect, tenantId: string, query: EventQ
           ? 'events_by_type'
           : undefined;
   return {
-    sql: `SELECT * FROM events${index ? dialect.eventsIndex(index) : ''} WHERE ${where.sql} ORDER BY seq ${query.order === 'asc' ? 'ASC' : 'DESC'} LIMIT ?`,
+    sql: `SELECT ${EVENT_COLUMNS} FROM events${index ? dialect.eventsIndex(index) : ''} WHERE ${where.sql} ORDER BY seq ${query.order === 'asc' ? 'ASC' : 'DESC'} LIMIT ?`,
     args: [...where.args, query.limit],
   };
 }
 
-export const getEventById = 'SELECT * FROM events WHERE event_id = ?';
+export const getEventById = `SELECT ${EVENT_COLUMNS} FROM events WHERE event_id = ?`;
 
 /** A page of a tenant's events in seq order, after a seq. */
-export const scanEvents = 'SELECT * FROM events WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?';
+export const scanEvents = `SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?`;
 
 const INSERT_EVENTS =
   'INSERT INTO events (tenant_id, seq, event_id, type, session_id, decision_id, occurred_at, data, prev_hash, hash) VALUES ';
@@ -214,8 +228,8 @@ export function moveChainHead(tenantId: string, e: Pick<StoredEvent, 'seq' | 'ha
 /** Tenants with events (`seq > 0`: a PostgreSQL head may hold a placeholder before the first). */
 export const listTenants = 'SELECT tenant_id FROM chain_heads WHERE seq > 0 ORDER BY tenant_id';
 
-export const getWebhook = 'SELECT * FROM webhooks WHERE tenant_id = ? AND id = ?';
-export const listWebhooks = 'SELECT * FROM webhooks WHERE tenant_id = ? ORDER BY id';
+export const getWebhook = `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE tenant_id = ? AND id = ?`;
+export const listWebhooks = `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE tenant_id = ? ORDER BY id`;
 
 export function insertWebhook(tenantId: string, w: StoredWebhook): Statement {
   return {

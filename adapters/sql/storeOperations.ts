@@ -9,6 +9,7 @@ import type {
   KeyStore,
   NewDelivery,
   OutboxStore,
+  StateItem,
   StoredEvent,
   StoredWebhook,
   StoreReader,
@@ -101,13 +102,13 @@ export function createSqlReader(db: SqlExecutor, dialect: SqlDialect): StoreRead
 export type DeferredWrite =
   | { kind: 'event'; tenantId: string; event: StoredEvent }
   | { kind: 'deliveries'; tenantId: string; rows: readonly NewDelivery[] }
+  /** A new version of an item, made current ({@link StoreTx.insertItemVersion}). */
+  | { kind: 'itemVersion'; tenantId: string; item: StateItem }
   /** Statements run in this order, as one where the dialect can combine them. */
   | { kind: 'statements'; statements: readonly Statement[] };
 
 /** What a store adds to the shared transaction code. */
 export interface TxHooks {
-  /** Runs before reading an item the transaction is about to change (PostgreSQL: an advisory lock). */
-  beforeLockItem?(tenantId: string, sessionId: string, key: string): Promise<void>;
   /**
    * Takes a write instead of running it now. The store must run it before any later statement
    * of the transaction and before its COMMIT, so that the transaction reads its own writes.
@@ -118,7 +119,7 @@ export interface TxHooks {
 /** The reads and writes of one transaction. */
 export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks = {}): StoreTx {
   const lockItemSql = sql.lockCurrentItem(dialect);
-  const { beforeLockItem, defer } = hooks;
+  const { defer } = hooks;
   /** Runs the statements now, or hands them to the store to run with its next one. */
   const write = async (statements: readonly Statement[]) => {
     if (defer) defer({ kind: 'statements', statements });
@@ -128,17 +129,12 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
     ...createSqlReader(db, dialect),
     ...createPolicyWriter(db),
     async lockItem(t, s, k) {
-      if (!beforeLockItem) {
-        const r = await db.get(lockItemSql, [t, s, k]);
-        return r ? rowToItem(r) : null;
-      }
-      // Both sent at once where the driver pipelines: the read is a later statement, so it still
-      // runs after the lock is granted and sees what the previous holder committed.
-      const [, r] = await Promise.all([beforeLockItem(t, s, k), db.get(lockItemSql, [t, s, k])]);
+      const r = await db.get(lockItemSql, [t, s, k]);
       return r ? rowToItem(r) : null;
     },
     async insertItemVersion(t, item) {
-      await write([sql.insertItemVersion(t, item), sql.upsertCurrentItem(t, item)]);
+      if (defer) defer({ kind: 'itemVersion', tenantId: t, item });
+      else await db.runAll([sql.insertItemVersion(t, item), sql.upsertCurrentItem(t, item)]);
     },
     async setItemStatus(t, s, k, status) {
       await write([{ sql: sql.setItemStatus, args: [status, t, s, k] }]);

@@ -119,6 +119,53 @@ describe.skipIf(!url)('PostgreSQL', () => {
       }
     });
 
+    it("hands out a session's remembered items only while unchanged, whoever changed them; reads asked together share one statement", async () => {
+      const { stores, ghs, close } = await twoInstances();
+      try {
+        const [a] = stores;
+        expect(await a.listItems('default', 's1')).toEqual([]);
+        await ghs[1].recordState(item('100'));
+        const first = await a.listItems('default', 's1');
+        expect(first.map((i) => [i.value, i.version, i.status])).toEqual([['100', 1, 'current']]);
+        // Unchanged: the same frozen objects, in a new array.
+        const again = await a.listItems('default', 's1');
+        expect(again).not.toBe(first);
+        expect(again[0]).toBe(first[0]);
+        expect(Object.isFrozen(again[0])).toBe(true);
+        // Another instance's new version, new key and status change are each seen at once.
+        await ghs[1].recordState(item('200'));
+        expect((await a.listItems('default', 's1')).map((i) => [i.value, i.version])).toEqual([['200', 2]]);
+        await ghs[1].recordState({ ...item('x'), key: 'budget.currency' });
+        expect((await a.listItems('default', 's1')).map((i) => i.key)).toEqual([
+          'budget.currency',
+          'budget.limit',
+        ]);
+        await ghs[1].recordState({ ...item('300'), source: 'tool_output' });
+        const conflicted = await a.listItems('default', 's1');
+        expect(conflicted.map((i) => [i.key, i.value, i.status])).toEqual([
+          ['budget.currency', 'x', 'current'],
+          ['budget.limit', '200', 'conflicted'],
+        ]);
+        // Reads of one session asked for together share one statement, each caller its own array.
+        const pool = a.pool as unknown as { query: (...args: unknown[]) => unknown };
+        const query = pool.query.bind(pool);
+        let statements = 0;
+        pool.query = (...args: unknown[]) => {
+          statements += 1;
+          return query(...args);
+        };
+        const together = await Promise.all(Array.from({ length: 5 }, () => a.listItems('default', 's1')));
+        expect(statements).toBe(1);
+        expect(new Set(together).size).toBe(5);
+        for (const items of together) expect(items).toEqual(conflicted);
+        // Other sessions and tenants are apart.
+        expect(await a.listItems('default', 's2')).toEqual([]);
+        expect(await a.listItems('other', 's1')).toEqual([]);
+      } finally {
+        await close();
+      }
+    });
+
     it('concurrent evaluations from two instances chain seqs 1..N exactly once', async () => {
       const { ghs, close } = await twoInstances();
       try {
@@ -239,7 +286,7 @@ describe.skipIf(!url)('PostgreSQL', () => {
           expect(t).toEqual([
             'BEGIN',
             'INSERT INTO chain_heads (tenant_id,',
-            'SELECT * FROM webhooks',
+            'SELECT id, url, events,',
             'WITH w0 AS (INSERT',
             'COMMIT',
           ]);
@@ -261,12 +308,19 @@ describe.skipIf(!url)('PostgreSQL', () => {
         );
         expect(transactions.length).toBeLessThan(6);
         for (const t of transactions) {
-          const locks = t.filter((w) => w.startsWith('SELECT pg_advisory_xact_lock'));
-          // BEGIN, the chain head, the webhooks, then each item's lock and read; no caller sent
-          // a statement of its own, so none needed a savepoint.
-          expect(t.slice(0, 3 + 2 * locks.length).filter((w) => w.startsWith('SELECT v.*')).length).toBe(
-            locks.length,
+          // BEGIN, the chain head, the webhooks, then every declared item's lock, read and open
+          // conflicts, one statement each for the whole batch; no caller sent a statement of its
+          // own, so none needed a savepoint.
+          const first = ['BEGIN', 'INSERT INTO chain_heads', 'SELECT id, url,'];
+          const declared = [
+            'SELECT pg_advisory_xact_lock(',
+            'SELECT w.n, v.session_id,',
+            'SELECT w.n, c.conflict_id,',
+          ];
+          expect(t.slice(0, 6).map((w, i) => w.startsWith([...first, ...declared][i]!))).toEqual(
+            Array(6).fill(true),
           );
+          expect(t.filter((w) => w.startsWith('SELECT pg_advisory_xact_lock'))).toHaveLength(1);
           expect(t.some((w) => w.includes('SAVEPOINT'))).toBe(false);
           expect(t.at(-1)).toBe('COMMIT');
         }
@@ -274,7 +328,22 @@ describe.skipIf(!url)('PostgreSQL', () => {
           Array.from({ length: 6 }, (_, i) => store.getItem('default', 's1', `k.v${i}`)),
         );
         expect(items.map((x) => x?.value)).toEqual(Array(6).fill('2'));
-        expect(await gh.verifyHistory()).toMatchObject({ ok: true, checked: 7 });
+        // Lower-trust writes conflict: their open conflicts were read with the items, so these
+        // callers send no statement of their own either.
+        transactions.length = 0;
+        const conflicting = await Promise.all(
+          Array.from({ length: 6 }, (_, i) =>
+            gh.recordState({ ...item('3'), key: `k.v${i}`, source: 'tool_output' }),
+          ),
+        );
+        expect(conflicting.map((r) => r.outcome)).toEqual(Array(6).fill('conflict'));
+        expect(transactions.length).toBeGreaterThan(0);
+        for (const t of transactions) {
+          expect(t.some((w) => w.includes('SAVEPOINT'))).toBe(false);
+          expect(t.at(-1)).toBe('COMMIT');
+        }
+        expect(await gh.listConflicts('s1', { status: 'open' })).toHaveLength(6);
+        expect(await gh.verifyHistory()).toMatchObject({ ok: true, checked: 13 });
       } finally {
         await store.close();
       }
