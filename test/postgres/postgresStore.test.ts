@@ -342,7 +342,7 @@ describe.skipIf(!url)('PostgreSQL', () => {
           expect(t.some((w) => w.includes('SAVEPOINT'))).toBe(false);
           expect(t.at(-1)).toBe('COMMIT');
         }
-        expect(await gh.listConflicts('s1', { status: 'open' })).toHaveLength(6);
+        expect(await gh.listConflicts({ session_id: 's1', status: 'open' })).toHaveLength(6);
         expect(await gh.verifyHistory()).toMatchObject({ ok: true, checked: 13 });
       } finally {
         await store.close();
