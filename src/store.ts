@@ -77,6 +77,11 @@ export interface ClaimedDelivery {
   delivery: Delivery;
   webhook: StoredWebhook;
   event: HistoryEvent;
+  /**
+   * `JSON.stringify(event.data)`, where the store has that text at hand (it keeps events' data
+   * so): the body is then built without serialising `data` again.
+   */
+  event_data_json?: string | undefined;
   /** The {@link NewDelivery.traceparent} it was queued with, if the store keeps it. */
   traceparent?: string | null | undefined;
 }

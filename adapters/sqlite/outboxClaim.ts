@@ -76,6 +76,7 @@ export async function claimDueDeliveriesInTransaction(
       },
       webhook,
       event: eventFromColumns(r, EVENT_AT),
+      event_data_json: str(r[EVENT_AT + 5]),
       traceparent: strOrNull(r[14]),
     });
   }

@@ -217,7 +217,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     const { delivery, webhook, event, tenant_id: tenantId } = claimed;
     const started = clock();
     const secrets = activeSecrets(webhook, started);
-    const body = buildWebhookPayload(event);
+    const body = buildWebhookPayload(event, claimed.event_data_json);
     const timestamp = Math.floor(started.getTime() / 1000);
     let statusCode: number | null = null;
     let retryAfter: number | undefined;
