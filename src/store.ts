@@ -71,12 +71,17 @@ export interface NewDelivery {
   traceparent?: string | undefined;
 }
 
-/** A delivery claimed by a dispatcher, with what it needs to send it. */
+/**
+ * A delivery claimed by a dispatcher, with what it needs to send it. A store may hand over more
+ * (the whole outbox row, the whole history event); a dispatcher reads only these fields, and a
+ * store that reads no more saves a drain the columns it would never use.
+ */
 export interface ClaimedDelivery {
   tenant_id: string;
-  delivery: Delivery;
+  delivery: Pick<Delivery, 'delivery_id' | 'attempts'>;
   webhook: StoredWebhook;
-  event: HistoryEvent;
+  /** The event the body carries. */
+  event: Pick<HistoryEvent, 'event_id' | 'type' | 'occurred_at' | 'session_id' | 'data'>;
   /**
    * `JSON.stringify(event.data)`, where the store has that text at hand (it keeps events' data
    * so): the body is then built without serialising `data` again.

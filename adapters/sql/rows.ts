@@ -121,23 +121,6 @@ export function rowToWebhook(r: Row): StoredWebhook {
   };
 }
 
-/**
- * A history event from positional columns starting at `at`, in the order event_id, seq, type,
- * session_id, occurred_at, data, prev_hash, hash (what a claimed delivery carries: no decision_id).
- */
-export function eventFromColumns(r: readonly unknown[], at: number): HistoryEvent {
-  return {
-    event_id: str(r[at]),
-    seq: num(r[at + 1]),
-    type: r[at + 2] as HistoryEvent['type'],
-    session_id: str(r[at + 3]),
-    occurred_at: str(r[at + 4]),
-    data: json(r[at + 5]),
-    prev_hash: str(r[at + 6]),
-    hash: str(r[at + 7]),
-  };
-}
-
 /** A `deliveries` row. */
 export function rowToDelivery(r: Row): Delivery {
   return {

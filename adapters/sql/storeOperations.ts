@@ -19,8 +19,8 @@ import type { SqlExecutor } from './executor.js';
 import { createPolicyReader, createPolicyWriter } from './policyOperations.js';
 import {
   apiKeyValues,
-  eventFromColumns,
   itemsFromRows,
+  json,
   num,
   type Row,
   rowToApproval,
@@ -265,11 +265,22 @@ export function createReturningClaim(
         webhook = rowToWebhook(webhookRow);
         parsedWebhooks.set(webhookRow, webhook);
       }
+      // The whole history event and outbox row, as this claim has always handed over.
+      const historyEvent: HistoryEvent = {
+        event_id: str(event[1]),
+        seq: num(event[2]),
+        type: event[3] as HistoryEvent['type'],
+        session_id: str(event[4]),
+        occurred_at: str(event[5]),
+        data: json(event[6]),
+        prev_hash: str(event[7]),
+        hash: str(event[8]),
+      };
       result.push({
         tenant_id: tenantId,
         delivery: rowToDelivery(r),
         webhook,
-        event: eventFromColumns(event, 1),
+        event: historyEvent,
         traceparent: strOrNull(r['traceparent']),
       });
     }
