@@ -80,11 +80,11 @@ export interface ClaimedDelivery {
   tenant_id: string;
   delivery: Pick<Delivery, 'delivery_id' | 'attempts'>;
   webhook: StoredWebhook;
-  /** The event the body carries. */
-  event: Pick<HistoryEvent, 'event_id' | 'type' | 'occurred_at' | 'session_id' | 'data'>;
+  /** The event the body carries; its `data` only where `event_data_json` is not given. */
+  event: Pick<HistoryEvent, 'event_id' | 'type' | 'occurred_at' | 'session_id'> & { data?: unknown };
   /**
-   * `JSON.stringify(event.data)`, where the store has that text at hand (it keeps events' data
-   * so): the body is then built without serialising `data` again.
+   * `JSON.stringify` of the event's data, where the store has that text at hand (it keeps
+   * events' data so): the body is built around it, neither parsed nor serialised again.
    */
   event_data_json?: string | undefined;
   /** The {@link NewDelivery.traceparent} it was queued with, if the store keeps it. */

@@ -9,7 +9,7 @@
  */
 import type { ClaimedDelivery, OutboxStore, StoredWebhook } from '../../src/index.js';
 import type { SqlExecutor } from '../sql/executor.js';
-import { json, num, type Row, rowToWebhook, str, strOrNull } from '../sql/rows.js';
+import { num, type Row, rowToWebhook, str, strOrNull } from '../sql/rows.js';
 import { webhooksByIds } from '../sql/statements.js';
 
 /**
@@ -65,7 +65,6 @@ export async function claimDueDeliveriesInTransaction(
         type: r[7] as ClaimedDelivery['event']['type'],
         session_id: str(r[8]),
         occurred_at: str(r[9]),
-        data: json(data),
       },
       event_data_json: data,
       traceparent: strOrNull(r[5]),

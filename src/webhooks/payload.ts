@@ -21,7 +21,8 @@ export interface WebhookSourceEvent {
   type: string;
   occurred_at: string;
   session_id: string;
-  data: unknown;
+  /** Left out where the caller passes `dataJson` instead (a missing `data` is sent as `null`). */
+  data?: unknown;
 }
 
 /**
