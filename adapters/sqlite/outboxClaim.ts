@@ -39,12 +39,8 @@ export async function claimDueDeliveriesInTransaction(
 ): Promise<ClaimedDelivery[]> {
   const rows = await db.rows(DUE_DELIVERIES, [now, now, limit]);
   if (rows.length === 0) return [];
-  const webhookIds = new Set<string>();
-  for (const r of rows) {
-    await db.run(LEASE, [leaseUntil, r[0]]);
-    webhookIds.add(str(r[3]));
-  }
-  const ids = [...webhookIds];
+  await db.runAll(rows.map((r) => ({ sql: LEASE, args: [leaseUntil, r[0]] })));
+  const ids = [...new Set(rows.map((r) => str(r[3])))];
   const webhookRows = await db.all(webhooksByIds(ids.length), ids);
   // One object per webhook, shared by its deliveries (a backlog is mostly one or two hooks).
   const webhooks = new Map<string, StoredWebhook>(
