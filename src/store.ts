@@ -71,12 +71,22 @@ export interface NewDelivery {
   traceparent?: string | undefined;
 }
 
-/** A delivery claimed by a dispatcher, with what it needs to send it. */
+/**
+ * A delivery claimed by a dispatcher, with what it needs to send it. A store may hand over more
+ * (the whole outbox row, the whole history event); a dispatcher reads only these fields, and a
+ * store that reads no more saves a drain the columns it would never use.
+ */
 export interface ClaimedDelivery {
   tenant_id: string;
-  delivery: Delivery;
+  delivery: Pick<Delivery, 'delivery_id' | 'attempts'>;
   webhook: StoredWebhook;
-  event: HistoryEvent;
+  /** The event the body carries; its `data` only where `event_data_json` is not given. */
+  event: Pick<HistoryEvent, 'event_id' | 'type' | 'occurred_at' | 'session_id'> & { data?: unknown };
+  /**
+   * `JSON.stringify` of the event's data, where the store has that text at hand (it keeps
+   * events' data so): the body is built around it, neither parsed nor serialised again.
+   */
+  event_data_json?: string | undefined;
   /** The {@link NewDelivery.traceparent} it was queued with, if the store keeps it. */
   traceparent?: string | null | undefined;
 }

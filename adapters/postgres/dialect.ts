@@ -3,7 +3,6 @@
  * placeholders, row locks (`FOR UPDATE`, `SKIP LOCKED`), and writes combined into one statement
  * with data-modifying CTEs, one round trip instead of several.
  */
-
 import type { StateItem } from '../../src/index.js';
 import { numberPlaceholders, type SqlDialect, type Statement } from '../sql/dialect.js';
 import { currentStatus, listSessionItemsByKey } from '../sql/statements.js';
@@ -25,9 +24,32 @@ export const postgresDialect: SqlDialect = {
     writes: true,
   }),
   chainHeadRow: true,
-  // SKIP LOCKED: dispatchers on other instances pass over rows being claimed right now; the lease
-  // then keeps them away until it expires. A CTE with a locking clause runs once.
-  claimDueDeliveries: ({ now, leaseUntil, limit }) => ({
+  combineWrites: (statements: readonly Statement[]): Statement => {
+    const last = statements.length - 1;
+    const ctes = statements.slice(0, last).map((s, n) => `w${n} AS (${s.sql})`);
+    return {
+      sql: ctes.length === 0 ? statements[last]!.sql : `WITH ${ctes.join(', ')} ${statements[last]!.sql}`,
+      args: statements.flatMap((s) => s.args),
+    };
+  },
+};
+
+/**
+ * Leases due deliveries and returns their rows (`deliveries.*`), so that concurrent dispatchers
+ * never claim the same one. SKIP LOCKED: dispatchers on other instances pass over rows being
+ * claimed right now; the lease then keeps them away until it expires. A CTE with a locking clause
+ * runs once.
+ */
+export function claimDueDeliveries({
+  now,
+  leaseUntil,
+  limit,
+}: {
+  now: string;
+  leaseUntil: string;
+  limit: number;
+}): Statement {
+  return {
     sql: `WITH due AS (
         SELECT d.delivery_id FROM deliveries d
         JOIN webhooks w ON w.id = d.webhook_id AND w.tenant_id = d.tenant_id
@@ -40,16 +62,8 @@ export const postgresDialect: SqlDialect = {
       RETURNING deliveries.*`,
     args: [now, now, limit, leaseUntil],
     writes: true,
-  }),
-  combineWrites: (statements: readonly Statement[]): Statement => {
-    const last = statements.length - 1;
-    const ctes = statements.slice(0, last).map((s, n) => `w${n} AS (${s.sql})`);
-    return {
-      sql: ctes.length === 0 ? statements[last]!.sql : `WITH ${ctes.join(', ')} ${statements[last]!.sql}`,
-      args: statements.flatMap((s) => s.args),
-    };
-  },
-};
+  };
+}
 
 /**
  * New versions of one tenant's items, made current: one statement of one text however many

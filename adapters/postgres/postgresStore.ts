@@ -40,7 +40,7 @@ import { apiKeyValues, num, type Row, str } from '../sql/rows.js';
 import * as sql from '../sql/statements.js';
 import type { DeferredWrite } from '../sql/storeOperations.js';
 import * as operations from '../sql/storeOperations.js';
-import { insertItemVersions, postgresDialect } from './dialect.js';
+import { claimDueDeliveries, insertItemVersions, postgresDialect } from './dialect.js';
 import { ItemReads } from './itemReads.js';
 import { KeyRevocationListener, REVOKE_AND_NOTIFY } from './keyRevocations.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
@@ -391,7 +391,8 @@ function createPostgresStore(
       }
       return revoked;
     },
-    ...operations.createSqlOutbox(db, postgresDialect),
+    ...operations.createSqlOutbox(db),
+    claimDueDeliveries: operations.createReturningClaim(db, claimDueDeliveries),
 
     transaction<T>(fn: (tx: StoreTx) => Promise<T>, options?: TransactionOptions): Promise<T> {
       if (options?.tenantId !== undefined) return group.enqueue(fn, options);

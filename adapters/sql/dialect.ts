@@ -44,11 +44,6 @@ export interface SqlDialect {
    */
   readonly chainHeadRow: boolean;
   /**
-   * Leases due deliveries and returns their rows (`deliveries.*`), so that concurrent dispatchers
-   * never claim the same one.
-   */
-  claimDueDeliveries(options: { now: string; leaseUntil: string; limit: number }): Statement;
-  /**
    * Several writes as one statement (a round trip saved on a networked database), or undefined
    * where they run one after another. The combined statement reports the last write's changes.
    */

@@ -225,57 +225,71 @@ export function createSqlKeyStore(db: SqlExecutor): Omit<KeyStore, 'insertFirstA
   };
 }
 
-/** The webhook outbox. */
-export function createSqlOutbox(db: SqlExecutor, dialect: SqlDialect): OutboxStore {
-  return {
-    async claimDueDeliveries(options) {
-      const claim = dialect.claimDueDeliveries(options);
-      const claimed = [...(await db.runReturning(claim.sql, claim.args))];
-      if (claimed.length === 0) return [];
-      const webhookIds = [...new Set(claimed.map((r) => str(r['webhook_id'])))];
-      const eventIds = claimed.map((r) => str(r['event_id']));
-      const webhooks = await db.all(sql.webhooksByIds(webhookIds.length), webhookIds);
-      // As arrays of the named columns: a row object per event (and its copy without
-      // decision_id) was a visible share of a drain's CPU.
-      const events = await db.rows(sql.eventsByIds(eventIds.length), eventIds);
-      const webhookById = new Map(webhooks.map((r) => [`${str(r['tenant_id'])}\n${str(r['id'])}`, r]));
-      const eventById = new Map(events.map((r) => [`${str(r[0])}\n${str(r[1])}`, r]));
-      // RETURNING has no order; hand them out due-first, as the claim chose them.
-      const byDue = (r: Row) => `${str(r['next_attempt_at'])}\n${str(r['delivery_id'])}`;
-      claimed.sort((a, b) => (byDue(a) < byDue(b) ? -1 : byDue(a) > byDue(b) ? 1 : 0));
-      const result: ClaimedDelivery[] = [];
-      // One object per webhook, shared by its deliveries (a backlog is mostly one or two hooks).
-      const parsedWebhooks = new Map<Row, StoredWebhook>();
-      for (const r of claimed) {
-        const tenantId = str(r['tenant_id']);
-        const webhookRow = webhookById.get(`${tenantId}\n${str(r['webhook_id'])}`);
-        const event = eventById.get(`${tenantId}\n${str(r['event_id'])}`);
-        // Deleted between the claim and this read: its pending deliveries are gone with it.
-        if (!webhookRow || !event) continue;
-        let webhook = parsedWebhooks.get(webhookRow);
-        if (!webhook) {
-          webhook = rowToWebhook(webhookRow);
-          parsedWebhooks.set(webhookRow, webhook);
-        }
-        result.push({
-          tenant_id: tenantId,
-          delivery: rowToDelivery(r),
-          webhook,
-          event: {
-            event_id: str(event[1]),
-            seq: num(event[2]),
-            type: event[3] as HistoryEvent['type'],
-            session_id: str(event[4]),
-            occurred_at: str(event[5]),
-            data: json(event[6]),
-            prev_hash: str(event[7]),
-            hash: str(event[8]),
-          },
-          traceparent: strOrNull(r['traceparent']),
-        });
+/**
+ * The claim of due deliveries by one statement that leases them and returns their rows
+ * (`deliveries.*`, PostgreSQL's `UPDATE … RETURNING`), then reads their webhooks and events.
+ */
+export function createReturningClaim(
+  db: SqlExecutor,
+  claimStatement: (options: ClaimOptions) => Statement,
+): OutboxStore['claimDueDeliveries'] {
+  return async (options) => {
+    const claim = claimStatement(options);
+    const claimed = [...(await db.runReturning(claim.sql, claim.args))];
+    if (claimed.length === 0) return [];
+    const webhookIds = [...new Set(claimed.map((r) => str(r['webhook_id'])))];
+    const eventIds = claimed.map((r) => str(r['event_id']));
+    const webhooks = await db.all(sql.webhooksByIds(webhookIds.length), webhookIds);
+    // As arrays of the named columns: a row object per event (and its copy without
+    // decision_id) was a visible share of a drain's CPU.
+    const events = await db.rows(sql.eventsByIds(eventIds.length), eventIds);
+    const webhookById = new Map(webhooks.map((r) => [`${str(r['tenant_id'])}\n${str(r['id'])}`, r]));
+    const eventById = new Map(events.map((r) => [`${str(r[0])}\n${str(r[1])}`, r]));
+    // RETURNING has no order; hand them out due-first, as the claim chose them.
+    const byDue = (r: Row) => `${str(r['next_attempt_at'])}\n${str(r['delivery_id'])}`;
+    claimed.sort((a, b) => (byDue(a) < byDue(b) ? -1 : byDue(a) > byDue(b) ? 1 : 0));
+    const result: ClaimedDelivery[] = [];
+    // One object per webhook, shared by its deliveries (a backlog is mostly one or two hooks).
+    const parsedWebhooks = new Map<Row, StoredWebhook>();
+    for (const r of claimed) {
+      const tenantId = str(r['tenant_id']);
+      const webhookRow = webhookById.get(`${tenantId}\n${str(r['webhook_id'])}`);
+      const event = eventById.get(`${tenantId}\n${str(r['event_id'])}`);
+      // Deleted between the claim and this read: its pending deliveries are gone with it.
+      if (!webhookRow || !event) continue;
+      let webhook = parsedWebhooks.get(webhookRow);
+      if (!webhook) {
+        webhook = rowToWebhook(webhookRow);
+        parsedWebhooks.set(webhookRow, webhook);
       }
-      return result;
-    },
+      // The whole history event and outbox row, as this claim has always handed over.
+      const historyEvent: HistoryEvent = {
+        event_id: str(event[1]),
+        seq: num(event[2]),
+        type: event[3] as HistoryEvent['type'],
+        session_id: str(event[4]),
+        occurred_at: str(event[5]),
+        data: json(event[6]),
+        prev_hash: str(event[7]),
+        hash: str(event[8]),
+      };
+      result.push({
+        tenant_id: tenantId,
+        delivery: rowToDelivery(r),
+        webhook,
+        event: historyEvent,
+        traceparent: strOrNull(r['traceparent']),
+      });
+    }
+    return result;
+  };
+}
+
+type ClaimOptions = Parameters<OutboxStore['claimDueDeliveries']>[0];
+
+/** The webhook outbox, but for its claim (each store claims its own way). */
+export function createSqlOutbox(db: SqlExecutor): Omit<OutboxStore, 'claimDueDeliveries'> {
+  return {
     async recordDeliveryAttempt(tenantId, deliveryId, a) {
       await db.run(sql.recordDeliveryAttempt, attemptValues(tenantId, deliveryId, a));
     },

@@ -1,7 +1,8 @@
 /**
  * SQLite's side of the SQL the stores share (adapters/sql/statements.ts): `?` placeholders as
  * written, index hints, and no row locks, because one connection writes at a time (the store's
- * mutex and `BEGIN IMMEDIATE`).
+ * mutex and `BEGIN IMMEDIATE`). Due deliveries are claimed in a transaction of their own
+ * (./outboxClaim.ts), not by one statement.
  */
 import type { SqlDialect } from '../sql/dialect.js';
 
@@ -17,15 +18,4 @@ export const sqliteDialect: SqlDialect = {
     args: [tenantId],
   }),
   chainHeadRow: false,
-  claimDueDeliveries: ({ now, leaseUntil, limit }) => ({
-    sql: `UPDATE deliveries SET lease_until = ?
-      WHERE delivery_id IN (
-        SELECT d.delivery_id FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id AND w.tenant_id = d.tenant_id
-        WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?)
-          AND w.status = 'active'
-        ORDER BY d.next_attempt_at LIMIT ?)
-      RETURNING *`,
-    args: [leaseUntil, now, now, limit],
-    writes: true,
-  }),
 };

@@ -30,6 +30,7 @@ import {
   sqliteWritesInProcess,
 } from './driver.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
+import { claimDueDeliveriesInTransaction } from './outboxClaim.js';
 
 /** Options for {@link openSqliteStore}. */
 export interface SqliteStoreOptions {
@@ -197,7 +198,7 @@ class SqliteStoreImpl implements SqliteStore {
   };
   readonly #reader = operations.createSqlReader(this.#executor, sqliteDialect);
   readonly #keys = operations.createSqlKeyStore(this.#executor);
-  readonly #outbox = operations.createSqlOutbox(this.#executor, sqliteDialect);
+  readonly #outbox = operations.createSqlOutbox(this.#executor);
   /** Built once: every transaction hands out the same object (the mutex is held while it runs). */
   readonly #txApi: StoreTx;
 
@@ -411,10 +412,8 @@ class SqliteStoreImpl implements SqliteStore {
     });
   countApiKeys: Store['countApiKeys'] = () => this.#serial(() => this.#keys.countApiKeys());
 
-  // One UPDATE … RETURNING claims them (SQLite has a single writer: no row can be claimed twice);
-  // the webhook and event reads that follow skip a delivery whose webhook was deleted meanwhile.
   claimDueDeliveries: Store['claimDueDeliveries'] = (o) =>
-    this.#serial(() => this.#outbox.claimDueDeliveries(o));
+    this.#serial(() => this.#inWriteTransaction(() => claimDueDeliveriesInTransaction(this.#executor, o)));
   recordDeliveryAttempt: Store['recordDeliveryAttempt'] = (t, id, a) =>
     this.#serial(() => this.#outbox.recordDeliveryAttempt(t, id, a));
   recordDeliveryAttempts: Store['recordDeliveryAttempts'] = (attempts) =>

@@ -126,6 +126,23 @@ function describeError(error: unknown): string {
 }
 
 /**
+ * The secrets that sign at `now`: every one without an expiry, and those inside their rotation
+ * overlap. The clock is formatted only when a secret has an expiry to compare it with.
+ */
+function activeSecrets(webhook: ClaimedDelivery['webhook'], now: Date): string[] {
+  const secrets: string[] = [];
+  let nowIso: string | undefined;
+  for (const s of webhook.secrets) {
+    if (s.expires_at !== null) {
+      nowIso ??= now.toISOString();
+      if (!isSecretActive(s, nowIso)) continue;
+    }
+    secrets.push(s.secret);
+  }
+  return secrets;
+}
+
+/**
  * Creates the outbox dispatcher.
  * @example
  * const dispatcher = createWebhookDispatcher({ store, urlPolicy: { allowInsecureLoopback: false } });
@@ -176,6 +193,21 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   let woken = false;
   let progressWaiters: Array<() => void> = [];
 
+  /**
+   * The clock's reading as an ISO string, formatted once per millisecond: `toISOString` costs a
+   * few µs, and a drain records several outcomes in each millisecond.
+   */
+  let isoMs = Number.NaN;
+  let iso = '';
+  function isoTime(at: Date): string {
+    const ms = at.getTime();
+    if (ms !== isoMs) {
+      isoMs = ms;
+      iso = at.toISOString();
+    }
+    return iso;
+  }
+
   /** Every delivery this sender holds a lease on and has not recorded. */
   const held = () => waiting.length + slots.size + recording;
 
@@ -199,9 +231,8 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   async function attempt(claimed: ClaimedDelivery): Promise<Outcome> {
     const { delivery, webhook, event, tenant_id: tenantId } = claimed;
     const started = clock();
-    const nowIso = started.toISOString();
-    const secrets = webhook.secrets.filter((s) => isSecretActive(s, nowIso)).map((s) => s.secret);
-    const body = buildWebhookPayload(event);
+    const secrets = activeSecrets(webhook, started);
+    const body = buildWebhookPayload(event, claimed.event_data_json);
     const timestamp = Math.floor(started.getTime() / 1000);
     let statusCode: number | null = null;
     let retryAfter: number | undefined;
@@ -237,46 +268,43 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     }
     const attempts = delivery.attempts + 1;
     const at = clock();
+    const atIso = isoTime(at);
     const outcome = statusCode === null ? 'retry' : classifyDeliveryResponse(statusCode);
-    // What differs between the outcomes; the rest of the recorded attempt is the same for all.
-    let result: Pick<DeliveryAttempt, 'status' | 'next_attempt_at' | 'last_error' | 'delivered_at'>;
+    let status: DeliveryAttempt['status'] = 'failed';
+    let nextAttemptAt: string | null = null;
+    let lastError: string | null = null;
     if (outcome === 'delivered') {
-      result = {
-        status: 'delivered',
-        next_attempt_at: null,
-        last_error: null,
-        delivered_at: at.toISOString(),
-      };
+      status = 'delivered';
     } else if (outcome === 'disable') {
-      await store.disableWebhook(tenantId, webhook.id, at.toISOString());
+      await store.disableWebhook(tenantId, webhook.id, atIso);
       giveBack(
         waiting.filter((h) => h.claimed.tenant_id === tenantId && h.claimed.webhook.id === webhook.id),
       );
-      result = {
-        status: 'failed',
-        next_attempt_at: null,
-        last_error: 'the endpoint answered 410 Gone: the webhook is disabled',
-        delivered_at: null,
-      };
+      lastError = 'the endpoint answered 410 Gone: the webhook is disabled';
       options.logger?.warn({ webhook_id: webhook.id }, 'webhook disabled: the endpoint answered 410');
     } else {
       const delay = nextRetryDelay(attempts, { random, retryAfterSeconds: retryAfter });
-      result = {
-        status: delay === null ? 'failed' : 'pending',
-        next_attempt_at: delay === null ? null : new Date(at.getTime() + delay).toISOString(),
-        last_error: error ?? `the endpoint answered HTTP ${statusCode}`,
-        delivered_at: null,
-      };
+      if (delay !== null) {
+        status = 'pending';
+        nextAttemptAt = new Date(at.getTime() + delay).toISOString();
+      }
+      lastError = error ?? `the endpoint answered HTTP ${statusCode}`;
     }
-    const recorded: Outcome = {
+    noteDeliveryOutcome(outcome === 'retry' ? 'pending' : status, statusCode);
+    return {
       tenantId,
       deliveryId: delivery.delivery_id,
       statusCode,
-      attempt: { ...result, attempts, last_status_code: statusCode, updated_at: at.toISOString() },
+      attempt: {
+        status,
+        attempts,
+        next_attempt_at: nextAttemptAt,
+        last_status_code: statusCode,
+        last_error: lastError,
+        delivered_at: status === 'delivered' ? atIso : null,
+        updated_at: atIso,
+      },
     };
-    const status = outcome === 'delivered' ? 'delivered' : outcome === 'disable' ? 'failed' : 'pending';
-    noteDeliveryOutcome(status, statusCode);
-    return recorded;
   }
 
   /** Queues an outcome; the outcomes of one event-loop turn are committed together. */
@@ -381,7 +409,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   async function claim(limit: number): Promise<number> {
     const now = clock();
     const leaseUntil = new Date(now.getTime() + leaseMs).toISOString();
-    const claimed = await store.claimDueDeliveries({ now: now.toISOString(), leaseUntil, limit });
+    const claimed = await store.claimDueDeliveries({ now: isoTime(now), leaseUntil, limit });
     const startBy = waitAllowedMs > 0 ? now.getTime() + waitAllowedMs : Number.POSITIVE_INFINITY;
     const got = claimed.map((c) => ({
       claimed: c,

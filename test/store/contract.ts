@@ -428,6 +428,10 @@ export function runStoreContract(factory: StoreFactory): void {
         expect(claimed).toHaveLength(1);
         expect(claimed[0]!.webhook.secrets[0]!.secret).toBe(w.secret);
         expect(claimed[0]!.event.type).toBe('state_change');
+        // The event's data, parsed or as the JSON text it is kept as.
+        const { event_data_json: dataJson, event } = claimed[0]!;
+        const stored = (await gh.readHistory({})).events.find((e) => e.event_id === event.event_id);
+        expect(dataJson === undefined ? event.data : JSON.parse(dataJson)).toEqual(stored!.data);
         expect(await store.claimDueDeliveries({ now, leaseUntil: lease, limit: 10 })).toHaveLength(0);
         const { delivery, tenant_id } = claimed[0]!;
         const later = new Date(clock().getTime() + 5000).toISOString();

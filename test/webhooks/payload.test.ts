@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { buildWebhookPayload, WebhookEventSchema } from '../../src/webhooks/index.js';
 
@@ -30,6 +31,17 @@ describe('buildWebhookPayload', () => {
 
   it('sends undefined data as null so the field is always present', () => {
     expect(JSON.parse(buildWebhookPayload({ ...event, data: undefined })).data).toBeNull();
+  });
+
+  it('is the same body when built around data already written as JSON (as a store keeps it)', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.string(), (value, id) => {
+        // A store writes JSON.stringify(data) and reads the event's data back by parsing it.
+        const stored = JSON.stringify(value);
+        const read = { ...event, event_id: id, data: JSON.parse(stored) };
+        expect(buildWebhookPayload(read, stored)).toBe(buildWebhookPayload(read));
+      }),
+    );
   });
 
   it('round-trips through the receiver schema', () => {
