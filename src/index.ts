@@ -84,6 +84,7 @@ export {
   createIdGenerator,
   type IdGenerator,
   type IdPrefix,
+  isoTime,
   type RandomBytes,
   systemClock,
   systemRandomBytes,

@@ -20,6 +20,7 @@ import {
   classifyDeliveryResponse,
   type DeliveryAttempt,
   type DeliveryLease,
+  isoTime,
   isSecretActive,
   nextRetryDelay,
   type OutboxStore,
@@ -192,21 +193,6 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   let wakeUp: (() => void) | undefined;
   let woken = false;
   let progressWaiters: Array<() => void> = [];
-
-  /**
-   * The clock's reading as an ISO string, formatted once per millisecond: `toISOString` costs a
-   * few µs, and a drain records several outcomes in each millisecond.
-   */
-  let isoMs = Number.NaN;
-  let iso = '';
-  function isoTime(at: Date): string {
-    const ms = at.getTime();
-    if (ms !== isoMs) {
-      isoMs = ms;
-      iso = at.toISOString();
-    }
-    return iso;
-  }
 
   /** Every delivery this sender holds a lease on and has not recorded. */
   const held = () => waiting.length + slots.size + recording;
