@@ -165,26 +165,22 @@ export function sqliteWritesInProcess(): number {
   return writes;
 }
 
+/** `fn`, each call counted in {@link sqliteWritesInProcess}. */
+function counted<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R {
+  return (...args) => {
+    writes += 1;
+    return fn(...args);
+  };
+}
+
 /** `statement`, counting its runs in {@link sqliteWritesInProcess} unless `sql` is a query. */
 function countingWrites(sql: string, statement: SqliteStatement): SqliteStatement {
   if (READ_ONLY_SQL.test(sql)) return statement;
   return {
-    run: (...params) => {
-      writes += 1;
-      return statement.run(...params);
-    },
-    get: (...params) => {
-      writes += 1;
-      return statement.get(...params);
-    },
-    all: (...params) => {
-      writes += 1;
-      return statement.all(...params);
-    },
-    rows: (...params) => {
-      writes += 1;
-      return statement.rows(...params);
-    },
+    run: counted(statement.run),
+    get: counted(statement.get),
+    all: counted(statement.all),
+    rows: counted(statement.rows),
   };
 }
 
@@ -234,10 +230,9 @@ function openWithNodeSqlite(
         rows: (...params) => arrayRows(params),
       });
     },
-    exec: (sql) => {
-      writes += 1;
+    exec: counted((sql: string) => {
       db.exec(sql);
-    },
+    }),
     begin(mode = 'DEFERRED') {
       runControl(`BEGIN ${mode}`);
       open = true;
@@ -280,10 +275,9 @@ function openWithBetterSqlite3(
         rows: (...params) => rows(params),
       });
     },
-    exec: (sql) => {
-      writes += 1;
+    exec: counted((sql: string) => {
       db.exec(sql);
-    },
+    }),
     begin: (mode = 'DEFERRED') => runControl(`BEGIN ${mode}`),
     commit: () => runControl('COMMIT'),
     rollback: () => runControl('ROLLBACK'),
