@@ -482,11 +482,10 @@ class SqliteStoreImpl implements SqliteStore {
       ]),
     );
     // Streams the dump inside one write transaction, holding the connection: all or nothing.
-    return this.#mutex.run(async () => {
-      this.database.begin('IMMEDIATE');
-      try {
+    return this.#serial(() =>
+      this.#inWriteTransaction(async () => {
         assertEmptyForLoad(this.#statement(sql.countUsedRows).get()!['n']);
-        const count = await loadRecords(records, {
+        return loadRecords(records, {
           columns,
           batchRows: LOAD_BATCH_ROWS,
           insert: async (table, cols, rows) => {
@@ -496,13 +495,8 @@ class SqliteStoreImpl implements SqliteStore {
             for (const row of rows) insert.run(...cols.map((c) => row[c] ?? null));
           },
         });
-        this.database.commit();
-        return count;
-      } catch (error) {
-        if (this.database.inTransaction) this.database.rollback();
-        throw error;
-      }
-    });
+      }),
+    );
   }
 
   ping(): Promise<void> {
