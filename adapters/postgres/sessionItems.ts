@@ -12,8 +12,8 @@
  * driver's work per evaluation in profiles).
  */
 import type { StateItem } from '../../src/index.js';
+import { frozenItemsFromRows, remember, sessionCacheKey } from '../sql/cachedSessionItems.js';
 import type { SqlExecutor } from '../sql/executor.js';
-import { itemsFromRows } from '../sql/rows.js';
 import { SESSION_ITEM_COLUMNS, SESSION_ITEMS_BY_KEY } from '../sql/statements.js';
 
 /** Sessions remembered per store; the oldest is dropped first. */
@@ -56,7 +56,7 @@ export class SessionItemsCache {
 
   /** The session's current items as committed now: fresh array, frozen items shared by reads. */
   async read(db: SqlExecutor, tenantId: string, sessionId: string): Promise<StateItem[]> {
-    const id = `${tenantId.length}:${tenantId}${sessionId}`;
+    const id = sessionCacheKey(tenantId, sessionId);
     let due = this.#due.get(id);
     if (!due) {
       // After the current microtasks: callers resumed together (a batch's commit) all join.
@@ -79,13 +79,8 @@ export class SessionItemsCache {
     const stamp = known?.stamp ?? NO_STAMP;
     const rows = await db.rows(READ_SESSION_ITEMS, [tenantId, sessionId, tenantId, sessionId, stamp, stamp]);
     if (rows.length === 1 && rows[0]![0] === '') return known!.items;
-    // Frozen: the gate keeps its view of frozen items (gateStateOf) while they are the same objects.
-    const items = itemsFromRows(sessionId, rows);
-    for (const item of items) Object.freeze(Object.freeze(item).metadata);
-    if (known) this.#sessions.delete(id);
-    else if (this.#sessions.size >= SESSIONS_REMEMBERED)
-      this.#sessions.delete(this.#sessions.keys().next().value!);
-    this.#sessions.set(id, { stamp: stampOf(items), items });
+    const items = frozenItemsFromRows(sessionId, rows);
+    remember(this.#sessions, id, { stamp: stampOf(items), items }, SESSIONS_REMEMBERED);
     return items;
   }
 }

@@ -16,10 +16,11 @@ import type {
 } from '../../src/index.js';
 import { STORE_TABLES } from '../../src/index.js';
 import { ApiKeyCache } from '../sql/apiKeyCache.js';
+import { frozenItemsFromRows, remember, sessionCacheKey } from '../sql/cachedSessionItems.js';
 import { assertEmptyForLoad, dumpTables, loadRecords } from '../sql/dumpLoad.js';
 import type { SqlExecutor } from '../sql/executor.js';
 import { type BatchConnection, GroupCommitQueue, runBatch } from '../sql/groupCommit.js';
-import { apiKeyValues, itemsFromRows, num, type Row, str } from '../sql/rows.js';
+import { apiKeyValues, num, type Row, str } from '../sql/rows.js';
 import * as sql from '../sql/statements.js';
 import * as operations from '../sql/storeOperations.js';
 import { sqliteDialect } from './dialect.js';
@@ -71,10 +72,6 @@ const GROUP_COMMIT_MAX = 64;
 
 /** Rows a load hands over at once (each inserted by one cached single-row statement). */
 const LOAD_BATCH_ROWS = 500;
-
-/** Unambiguous for any tenant and session strings. */
-const sessionCacheKey = (tenantId: string, sessionId: string): string =>
-  `${tenantId.length}:${tenantId}${sessionId}`;
 
 /** Serialises async operations on one connection. */
 class Mutex {
@@ -284,13 +281,8 @@ class SqliteStoreImpl implements SqliteStore {
     const key = sessionCacheKey(tenantId, sessionId);
     let items = this.#itemsCache.get(key);
     if (!items) {
-      // Frozen: every caller gets the same objects (and the gate's views of them stay cached).
-      items = itemsFromRows(sessionId, this.#statement(sql.listSessionItems).rows(tenantId, sessionId));
-      for (const item of items) Object.freeze(Object.freeze(item).metadata);
-      if (this.#itemsCache.size >= ITEMS_CACHE_SESSIONS) {
-        this.#itemsCache.delete(this.#itemsCache.keys().next().value!);
-      }
-      this.#itemsCache.set(key, items);
+      items = frozenItemsFromRows(sessionId, this.#statement(sql.listSessionItems).rows(tenantId, sessionId));
+      remember(this.#itemsCache, key, items, ITEMS_CACHE_SESSIONS);
     }
     return items.slice();
   }
