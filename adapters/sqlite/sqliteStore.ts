@@ -23,6 +23,7 @@ import { type BatchConnection, GroupCommitQueue, runBatch } from '../sql/groupCo
 import { apiKeyValues, num, type Row, str } from '../sql/rows.js';
 import * as sql from '../sql/statements.js';
 import * as operations from '../sql/storeOperations.js';
+import { type CheckpointThread, startCheckpointThread } from './checkpointThread.js';
 import { sqliteDialect } from './dialect.js';
 import {
   openSqliteDatabase,
@@ -53,7 +54,28 @@ export interface SqliteStoreOptions {
    * @default 10000
    */
   walAutocheckpointPages?: number;
+  /**
+   * Who copies the WAL into the database file. `background`: a worker thread with its own
+   * connection, a few ms after commits, started once the store has committed
+   * {@link CHECKPOINT_THREAD_AFTER_COMMITS} transactions; the connection's autocheckpoint
+   * (`walAutocheckpointPages`) stays as the backstop. `commit`: only that autocheckpoint, on the
+   * committing call. A file database only (`:memory:` has no WAL).
+   * @default 'background'
+   */
+  walCheckpoints?: 'background' | 'commit';
+  /**
+   * Called when the background checkpoint thread fails. It has then stopped, and checkpoints
+   * happen on commit again; nothing is lost.
+   * @default a process warning (`process.emitWarning`)
+   */
+  onError?: (error: Error) => void;
 }
+
+/** Commits after which a `background` store starts its checkpoint thread (a small store never does). */
+export const CHECKPOINT_THREAD_AFTER_COMMITS = 100;
+
+/** How long the checkpoint thread lets commits gather before it copies them. */
+const CHECKPOINT_INTERVAL_MS = 5;
 
 /** The SQLite Store, with its connection for tools that need raw SQL (export, tests). */
 export interface SqliteStore extends Store {
@@ -150,7 +172,19 @@ export function openSqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
     db.close();
     throw error;
   }
-  return new SqliteStoreImpl(db);
+  return new SqliteStoreImpl(
+    db,
+    filename !== ':memory:' && options.walCheckpoints !== 'commit'
+      ? () =>
+          startCheckpointThread({
+            filename,
+            driver: db.driver,
+            synchronous: options.durability === 'full' ? 'FULL' : 'NORMAL',
+            intervalMs: CHECKPOINT_INTERVAL_MS,
+            onError: options.onError ?? ((error) => process.emitWarning(error, 'GatehouseCheckpointWarning')),
+          })
+      : undefined,
+  );
 }
 
 class SqliteStoreImpl implements SqliteStore {
@@ -173,6 +207,10 @@ class SqliteStoreImpl implements SqliteStore {
   #expectedChanges = -1;
   #expectedDataVersion = -1;
   #closed = false;
+  /** Starts the checkpoint thread, while there is none yet and one is wanted. */
+  #startCheckpoints: (() => CheckpointThread) | undefined;
+  #checkpoints: CheckpointThread | undefined;
+  #commits = 0;
 
   /** Runs the shared statements on this connection, counting the changes they make. */
   readonly #executor: SqlExecutor = {
@@ -199,8 +237,9 @@ class SqliteStoreImpl implements SqliteStore {
   /** Built once: every transaction hands out the same object (the mutex is held while it runs). */
   readonly #txApi: StoreTx;
 
-  constructor(db: SqliteDatabase) {
+  constructor(db: SqliteDatabase, startCheckpoints?: () => CheckpointThread) {
     this.database = db;
+    this.#startCheckpoints = startCheckpoints;
     const tx = operations.createSqlTx(this.#executor, sqliteDialect);
     this.#txApi = {
       ...tx,
@@ -287,12 +326,23 @@ class SqliteStoreImpl implements SqliteStore {
     return items.slice();
   }
 
+  /** COMMIT, then the checkpoint thread hears of it (started at the Nth commit). */
+  #commit(): void {
+    this.database.commit();
+    if (this.#checkpoints) this.#checkpoints.committed();
+    else if (this.#startCheckpoints && ++this.#commits >= CHECKPOINT_THREAD_AFTER_COMMITS) {
+      this.#checkpoints = this.#startCheckpoints();
+      this.#startCheckpoints = undefined;
+      this.#checkpoints.committed();
+    }
+  }
+
   /** Several writes under one BEGIN IMMEDIATE … COMMIT; call it holding the mutex. */
   async #inWriteTransaction<T>(fn: () => Promise<T>): Promise<T> {
     this.database.begin('IMMEDIATE');
     try {
       const result = await fn();
-      this.database.commit();
+      this.#commit();
       return result;
     } catch (error) {
       if (this.database.inTransaction) this.database.rollback();
@@ -356,7 +406,7 @@ class SqliteStoreImpl implements SqliteStore {
       this.#statement('ROLLBACK TO gatehouse_tx').run();
     },
     commit: async () => {
-      this.database.commit();
+      this.#commit();
     },
     rollback: async () => {
       if (this.database.inTransaction) this.database.rollback();
@@ -500,9 +550,12 @@ class SqliteStoreImpl implements SqliteStore {
   async close(): Promise<void> {
     // Transactions already started are committed (or fail) before the connection goes.
     await this.#group.drain();
-    return this.#mutex.run(() => {
+    return this.#mutex.run(async () => {
       if (this.#closed) return;
       this.#closed = true;
+      this.#startCheckpoints = undefined;
+      // The worker's connection goes first: the last one to close checkpoints and removes the WAL.
+      await this.#checkpoints?.stop();
       this.database.close();
     });
   }
