@@ -118,9 +118,14 @@ function settle<T>(fn: () => T): Promise<T> {
  * Sets every pragma the store relies on: `node:sqlite` is not built with better-sqlite3's
  * compile-time defaults (its WAL `synchronous` is FULL, its page cache 2 MB, not 16 MB).
  */
+/** The `synchronous` setting of the store and of its checkpoint thread, which must agree. */
+function synchronousOf(options: SqliteStoreOptions): 'NORMAL' | 'FULL' {
+  return options.durability === 'full' ? 'FULL' : 'NORMAL';
+}
+
 function applyPragmas(db: SqliteDatabase, options: SqliteStoreOptions): void {
   db.exec('PRAGMA journal_mode = WAL');
-  db.exec(`PRAGMA synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
+  db.exec(`PRAGMA synchronous = ${synchronousOf(options)}`);
   db.exec('PRAGMA foreign_keys = ON');
   db.exec('PRAGMA busy_timeout = 5000');
   db.exec(`PRAGMA wal_autocheckpoint = ${Math.trunc(options.walAutocheckpointPages ?? 10_000)}`);
@@ -179,7 +184,7 @@ export function openSqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
           startCheckpointThread({
             filename,
             driver: db.driver,
-            synchronous: options.durability === 'full' ? 'FULL' : 'NORMAL',
+            synchronous: synchronousOf(options),
             intervalMs: CHECKPOINT_INTERVAL_MS,
             onError: options.onError ?? ((error) => process.emitWarning(error, 'GatehouseCheckpointWarning')),
           })
@@ -329,12 +334,11 @@ class SqliteStoreImpl implements SqliteStore {
   /** COMMIT, then the checkpoint thread hears of it (started at the Nth commit). */
   #commit(): void {
     this.database.commit();
-    if (this.#checkpoints) this.#checkpoints.committed();
-    else if (this.#startCheckpoints && ++this.#commits >= CHECKPOINT_THREAD_AFTER_COMMITS) {
+    if (this.#startCheckpoints && ++this.#commits >= CHECKPOINT_THREAD_AFTER_COMMITS) {
       this.#checkpoints = this.#startCheckpoints();
       this.#startCheckpoints = undefined;
-      this.#checkpoints.committed();
     }
+    this.#checkpoints?.committed();
   }
 
   /** Several writes under one BEGIN IMMEDIATE … COMMIT; call it holding the mutex. */
