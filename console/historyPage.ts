@@ -4,6 +4,7 @@
  */
 import { followStream, get } from './api.js';
 import { badge, errorBox, h, link, replace, row, shortId, time } from './dom.js';
+import { EVENT_TYPES } from './eventTypes.js';
 import type { Page, PageContext } from './pageTypes.js';
 
 /** The part of a history event the console reads. */
@@ -21,18 +22,6 @@ interface HistoryPage {
   next_cursor: string | null;
 }
 
-const KNOWN_TYPES = [
-  'state_change',
-  'state_conflict',
-  'conflict_resolved',
-  'gate_evaluation',
-  'action_outcome',
-  'approval.requested',
-  'approval.approved',
-  'approval.denied',
-  'approval.expired',
-  'approval.used',
-];
 const PAGE_SIZE = 50;
 /** With a verdict filter, pages are filtered here; this many pages at most per "load older". */
 const MAX_PAGES_PER_LOAD = 10;
@@ -100,6 +89,25 @@ export function summarize(event: HistoryEvent): Node {
       if (typeof d['comment'] === 'string') span.append(' ', h('q', {}, d['comment']));
       break;
     }
+    case 'policy.activated':
+    case 'policy.replayed': {
+      span.append(badge(event.type.slice('policy.'.length)), ' ', link('policy', 'policy'), ' ');
+      span.append(shortId(text(d['revision']), 12));
+      if (event.type === 'policy.activated') {
+        if (typeof d['activated_by'] === 'string')
+          span.append(h('span', { class: 'muted' }, ` by ${d['activated_by']}`));
+      } else {
+        const n = text(d['decisions']);
+        span.append(
+          h(
+            'span',
+            { class: 'muted' },
+            ` over ${n} decision${n === '1' ? '' : 's'}: ${text(d['changed'])} changed verdict`,
+          ),
+        );
+      }
+      break;
+    }
     default: {
       const compact = JSON.stringify(d);
       span.append(
@@ -115,7 +123,14 @@ function eventRow(event: HistoryEvent, fresh: boolean): HTMLTableRowElement {
     h('td', { class: 'num' }, event.seq),
     h('td', { class: 'hide-narrow nowrap' }, time(event.occurred_at)),
     h('td', { class: 'hide-narrow' }, event.type),
-    h('td', { class: 'nowrap' }, link(`sessions/${encodeURIComponent(event.session_id)}`, event.session_id)),
+    // Tenant-wide events (a policy activated or replayed) belong to no session.
+    h(
+      'td',
+      { class: 'nowrap' },
+      event.session_id === ''
+        ? h('span', { class: 'muted' }, '—')
+        : link(`sessions/${encodeURIComponent(event.session_id)}`, event.session_id),
+    ),
     summarize(event),
   );
   tr.dataset['seq'] = String(event.seq);
@@ -163,7 +178,7 @@ async function render(root: HTMLElement, ctx: PageContext): Promise<void> {
     },
     h('label', { for: 'f-session' }, 'Session', sessionInput),
     h('label', { for: 'f-type' }, 'Event type', typeInput),
-    h('datalist', { id: 'event-types' }, ...KNOWN_TYPES.map((t) => h('option', { value: t }))),
+    h('datalist', { id: 'event-types' }, ...EVENT_TYPES.map((t) => h('option', { value: t }))),
     h('label', { for: 'f-verdict' }, 'Verdict', verdictSelect),
     h('button', { type: 'submit' }, 'Apply filters'),
   );

@@ -528,6 +528,26 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     ).toBeLessThanOrEqual(0);
     await shot(viewerPage, 'policy-read-only');
     await readOnly.close();
+
+    // The history says what the activations and replays were, each linked to the policy page;
+    // they belong to no session, and the type filter suggests both types.
+    const historyContext = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const history = await open(historyContext, '#/history?type=policy.activated');
+    await signIn(history, admin);
+    const activated = history.locator('#history-table tbody tr', { hasText: now.revision.slice(0, 12) });
+    await activated.waitFor();
+    expect(await activated.textContent()).toMatch(/activated policy\s*\S{12}… by /);
+    expect(await activated.locator('a[href="#/policy"]').count()).toBe(1);
+    expect(await activated.locator('a[href^="#/sessions/"]').count()).toBe(0);
+    expect(await history.locator('#event-types option[value="policy.replayed"]').count()).toBe(1);
+    await history.evaluate("location.hash = '#/history?type=policy.replayed'");
+    const replayed = history.locator('#history-table tbody tr', { hasText: 'replayed' });
+    await expect.poll(() => replayed.count()).toBe(2);
+    expect(await replayed.allTextContents()).toContainEqual(
+      expect.stringMatching(/replayed policy\s*\S{12}… over 1 decision: 1 changed verdict/),
+    );
+    await shot(history, 'history-policy');
+    await historyContext.close();
   });
 
   it('renders at phone width without sideways scrolling, and sign-out forgets the key', async () => {
