@@ -8,9 +8,7 @@ import { get, post, seg } from './api.js';
 import { badge, errorBox, facts, h, json, link, replace, row, shortId, table, time } from './dom.js';
 import type { HistoryEvent } from './historyPage.js';
 import type { Page, PageContext } from './pageTypes.js';
-
-/** Where an approval stands (ApprovalStatusSchema). */
-export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'expired' | 'used';
+import { APPROVAL_STATUSES, type ApprovalStatus } from './vocabulary.js';
 
 /** An approval as the API answers it (ApprovalSchema in src/schemas.ts). */
 export interface Approval {
@@ -43,7 +41,6 @@ interface ApprovalList {
   next_cursor: string | null;
 }
 
-const STATUSES: ApprovalStatus[] = ['pending', 'approved', 'denied', 'expired', 'used'];
 const PAGE_SIZE = 50;
 /** The header counts up to this many pending approvals, then shows `N+`. */
 const COUNT_LIMIT = 100;
@@ -155,7 +152,7 @@ async function renderQueue(root: HTMLElement, ctx: PageContext): Promise<void> {
   const select = h(
     'select',
     { id: 'a-status', name: 'status', onchange: () => ctx.navigate(query()) },
-    ...[...STATUSES, 'all'].map((s) => h('option', { value: s, selected: s === status }, s)),
+    ...[...APPROVAL_STATUSES, 'all'].map((s) => h('option', { value: s, selected: s === status }, s)),
   );
   const sessionInput = h('input', { id: 'a-session', name: 'session', value: session, autocomplete: 'off' });
   const filters = h(

@@ -4,8 +4,8 @@
  */
 import { followStream, get } from './api.js';
 import { badge, errorBox, h, link, replace, row, shortId, time } from './dom.js';
-import { EVENT_TYPES } from './eventTypes.js';
 import type { Page, PageContext } from './pageTypes.js';
+import { EVENT_TYPES, VERDICTS } from './vocabulary.js';
 
 /** The part of a history event the console reads. */
 export interface HistoryEvent {
@@ -157,7 +157,7 @@ async function render(root: HTMLElement, ctx: PageContext): Promise<void> {
   const verdictSelect = h(
     'select',
     { id: 'f-verdict', name: 'verdict' },
-    ...['', 'Allow', 'Warn', 'Block'].map((v) =>
+    ...['', ...VERDICTS].map((v) =>
       h('option', { value: v, selected: v === verdict }, v === '' ? 'Any verdict' : v),
     ),
   );

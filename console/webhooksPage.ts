@@ -6,6 +6,7 @@
 import { get, post, seg } from './api.js';
 import { badge, errorBox, facts, h, link, replace, row, shortId, table, time } from './dom.js';
 import type { Delivery, Page, PageContext, Webhook } from './pageTypes.js';
+import { DELIVERY_STATUSES } from './vocabulary.js';
 
 const PAGE_SIZE = 50;
 
@@ -72,7 +73,7 @@ async function renderOne(root: HTMLElement, ctx: PageContext): Promise<void> {
       onchange: () =>
         ctx.navigate(`webhooks/${seg(id)}${statusSelect.value ? `?status=${statusSelect.value}` : ''}`),
     },
-    ...['', 'pending', 'delivered', 'failed'].map((s) =>
+    ...['', ...DELIVERY_STATUSES].map((s) =>
       h('option', { value: s, selected: s === status }, s || 'Any status'),
     ),
   );
