@@ -40,7 +40,14 @@ export function createNodeListener(
       })
       .then((reply) => {
         if (reply instanceof Response) throw new Error('a web route answered on the node face');
-        res.writeHead(reply.status, reply.headers);
+        // With its length, as the web face sends its answers (Node would otherwise send a body
+        // given after the headers chunked).
+        res.writeHead(
+          reply.status,
+          reply.body === null
+            ? reply.headers
+            : { ...reply.headers, 'content-length': String(Buffer.byteLength(reply.body)) },
+        );
         res.end(reply.body ?? undefined);
       })
       .catch(() => {

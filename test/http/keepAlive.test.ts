@@ -59,6 +59,33 @@ describe('one keep-alive connection through errors', () => {
     expect(next.json.verdict).toBe('Allow');
   });
 
+  it('every answer says its length (no chunked framing): 200, 422, 413, 401, /healthz', async () => {
+    const answers = [
+      await pool.request({
+        method: 'POST',
+        path: '/v1/gates/evaluate',
+        headers,
+        body: '{"session_id":"s1","action":"a.b"}',
+      }),
+      await pool.request({
+        method: 'POST',
+        path: '/v1/gates/evaluate',
+        headers,
+        body: '{"session_id":"s1"}',
+      }),
+      await pool.request({ method: 'POST', path: '/v1/gates/evaluate', headers, body: 'x'.repeat(200_000) }),
+      await pool.request({ method: 'GET', path: '/v1/me' }),
+      await pool.request({ method: 'GET', path: '/healthz' }),
+    ];
+    expect(answers.map((a) => a.statusCode)).toEqual([200, 422, 413, 401, 200]);
+    for (const answer of answers) {
+      const body = Buffer.from(await answer.body.arrayBuffer());
+      expect(answer.headers['transfer-encoding']).toBeUndefined();
+      expect(Number(answer.headers['content-length'])).toBe(body.length);
+      expect(body.length).toBeGreaterThan(0);
+    }
+  });
+
   it('repeats: alternating oversized and normal requests never lose an answer', async () => {
     const big = JSON.stringify({ session_id: 's1', action: 'a.b', params: { x: 'y'.repeat(200_000) } });
     for (let i = 0; i < 5; i++) {
