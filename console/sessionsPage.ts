@@ -131,7 +131,8 @@ async function renderIndex(root: HTMLElement, ctx: PageContext): Promise<void> {
     // No session list in the API: the sessions of the latest events are the ones worth a look.
     const { events } = await get<{ events: HistoryEvent[] }>('/v1/history/events', { limit: 200 });
     const last = new Map<string, HistoryEvent>();
-    for (const e of events) if (!last.has(e.session_id)) last.set(e.session_id, e);
+    // Tenant-wide events (a policy activated or replayed) have no session: '' is none to list.
+    for (const e of events) if (e.session_id !== '' && !last.has(e.session_id)) last.set(e.session_id, e);
     recent.append(
       table(
         'Sessions of the latest 200 events',

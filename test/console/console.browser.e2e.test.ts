@@ -547,6 +547,11 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
       expect.stringMatching(/replayed policy\s*\S{12}… over 1 decision: 1 changed verdict/),
     );
     await shot(history, 'history-policy');
+    // Nor do they make a session of their own in the recent sessions.
+    await history.evaluate("location.hash = '#/sessions'");
+    await history.getByRole('heading', { name: 'Recent sessions' }).waitFor();
+    await expect.poll(() => history.locator('a[href="#/sessions/policy-1"]').count()).toBe(1);
+    expect(await history.locator('a[href="#/sessions/"]').count()).toBe(0);
     await historyContext.close();
   });
 
