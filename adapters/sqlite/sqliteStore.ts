@@ -114,15 +114,15 @@ function settle<T>(fn: () => T): Promise<T> {
   }
 }
 
-/**
- * Sets every pragma the store relies on: `node:sqlite` is not built with better-sqlite3's
- * compile-time defaults (its WAL `synchronous` is FULL, its page cache 2 MB, not 16 MB).
- */
 /** The `synchronous` setting of the store and of its checkpoint thread, which must agree. */
 function synchronousOf(options: SqliteStoreOptions): 'NORMAL' | 'FULL' {
   return options.durability === 'full' ? 'FULL' : 'NORMAL';
 }
 
+/**
+ * Sets every pragma the store relies on: `node:sqlite` is not built with better-sqlite3's
+ * compile-time defaults (its WAL `synchronous` is FULL, its page cache 2 MB, not 16 MB).
+ */
 function applyPragmas(db: SqliteDatabase, options: SqliteStoreOptions): void {
   db.exec('PRAGMA journal_mode = WAL');
   db.exec(`PRAGMA synchronous = ${synchronousOf(options)}`);
