@@ -11,7 +11,7 @@
 //
 // For scale, the same Gatehouse on an in-memory SQLite database: every statement, the rules, the
 // masking and the chain hash, but no file. It is what a decision costs before durability, so it
-// bounds what any way of writing the history could give one caller at a time.
+// bounds what a history written on the caller's thread could give one caller at a time.
 
 import { createRequire } from 'node:module';
 import { load, scratchDir } from './lib/env.js';
@@ -216,7 +216,7 @@ export async function run({ quick }) {
       notes: [
         "AGT's rules are the nearest its condition language allows (no string functions, no field-to-field compare): they do less than the CEL rules.",
         'AGT keeps its audit log in memory (10,000 entries); every Gatehouse decision is committed to a SQLite file (WAL, synchronous=NORMAL) before it returns.',
-        'The in-memory row is the whole decision without the file: one caller at a time, no way of writing the history durably can beat it.',
+        'The in-memory row is the whole decision without the file: one caller at a time, no durable history written on the same thread can beat it.',
       ],
     };
   } finally {
