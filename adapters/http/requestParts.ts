@@ -3,11 +3,18 @@
  * body with its size limit (checked against Content-Length first, then while reading, so an
  * oversized body is never buffered whole).
  */
+import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import { GatehouseError } from '../../src/index.js';
 
 function tooLarge(limit: number): GatehouseError {
   return new GatehouseError('payload_too_large', `The request body exceeds ${limit} bytes.`);
+}
+
+/** The body as text; bytes that are not UTF-8 are refused, never replaced. */
+function utf8(body: Buffer): string {
+  if (!isUtf8(body)) throw new GatehouseError('malformed_request', 'The request body is not valid UTF-8.');
+  return body.toString('utf8');
 }
 
 function declaredTooLarge(contentLength: string | null | undefined, limit: number): boolean {
@@ -29,7 +36,7 @@ export function pathAndSearch(target: string): { path: string; search: string } 
 
 /**
  * Reads a web Request's body as UTF-8.
- * @throws {GatehouseError} `payload_too_large` past `limit` bytes
+ * @throws {GatehouseError} `payload_too_large` past `limit` bytes; `malformed_request` when it is not UTF-8
  */
 export async function readWebBody(request: Request, limit: number): Promise<string> {
   if (declaredTooLarge(request.headers.get('content-length'), limit)) throw tooLarge(limit);
@@ -47,13 +54,13 @@ export async function readWebBody(request: Request, limit: number): Promise<stri
     }
     chunks.push(value);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return utf8(Buffer.concat(chunks));
 }
 
 /**
  * Reads a node:http request's body as UTF-8, from the socket's own Buffers.
  * @throws {GatehouseError} `payload_too_large` past `limit` bytes; `malformed_request` when the
- *   client stops sending before the end
+ *   client stops sending before the end, or the body is not UTF-8
  */
 export function readNodeBody(req: IncomingMessage, limit: number): Promise<string> {
   if (declaredTooLarge(req.headers['content-length'], limit)) return Promise.reject(tooLarge(limit));
@@ -78,7 +85,11 @@ export function readNodeBody(req: IncomingMessage, limit: number): Promise<strin
     };
     const onEnd = () => {
       done();
-      resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+      try {
+        resolve(utf8(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+      } catch (error) {
+        reject(error);
+      }
     };
     const onError = () => onClose();
     const onClose = () => {

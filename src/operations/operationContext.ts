@@ -121,8 +121,9 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
   function checkSource(source: string, ctx: CallContext | undefined, forWhat: string): number {
     // The tenant's policy as its operation last resolved it (recordState resolves it first).
     const sources = policies.current(tenantOf(ctx)).sources;
-    const trust = sources[source];
-    if (trust === undefined) throw notOneOf('source', source, Object.keys(sources));
+    // Own keys only: `constructor` is no source.
+    if (!Object.hasOwn(sources, source)) throw notOneOf('source', source, Object.keys(sources));
+    const trust = sources[source]!;
     const allowed = ctx?.allowedSources;
     if (allowed && !allowed.includes(source)) {
       throw new GatehouseError(

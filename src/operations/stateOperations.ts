@@ -14,7 +14,7 @@ import { classify } from '../state/classify.js';
 import { decideWrite } from '../state/conflictRules.js';
 import { maskSecrets } from '../state/maskSecrets.js';
 import type { StoreReader } from '../store.js';
-import { notOneOf, parseInput } from '../validation.js';
+import { parseInput, type UnknownValue, unknownValues } from '../validation.js';
 import type { EventDraft } from './appendEvents.js';
 import { sessionSecrets, valueData } from './eventSecrets.js';
 import { assertPlausibleId, notFound } from './notFound.js';
@@ -53,8 +53,13 @@ export function stateOperations(
       const input = parseInput(RecordStateInputSchema, rawInput, 'state item');
       const key = canonicalKey(input.key);
       const tenantId = tenantOf(ctx);
-      const { types } = await shared.policyFor(tenantId);
-      if (!types.includes(input.type)) throw notOneOf('type', input.type, types);
+      const { types, sources } = await shared.policyFor(tenantId);
+      const unknown: UnknownValue[] = [];
+      if (!types.includes(input.type)) unknown.push({ field: 'type', value: input.type, allowed: types });
+      if (!Object.hasOwn(sources, input.source)) {
+        unknown.push({ field: 'source', value: input.source, allowed: Object.keys(sources) });
+      }
+      if (unknown.length > 0) throw unknownValues(unknown);
       const trust = checkSource(input.source, ctx, 'write state');
       const { sensitivity } = classify(key, input.value);
       const metadata = input.metadata ?? {};

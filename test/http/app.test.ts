@@ -193,6 +193,39 @@ describe('state routes', () => {
     expect(badKey.json.errors[0].path).toBe('key');
   });
 
+  it('a field sent with the wrong type is named as such, not as missing', async () => {
+    const number = await call('POST', '/v1/state/items', { body: { ...budget, value: 5000 } });
+    expectProblem(number, 422, 'invalid_request');
+    expect(number.json.detail).toBe('Invalid state item: value: expected string, received number.');
+    const nul = await call('POST', '/v1/state/items', { body: { ...budget, value: null } });
+    expect(nul.json.errors).toEqual([{ path: 'value', message: 'expected string, received null' }]);
+    const missing = await call('POST', '/v1/state/items', { body: { ...budget, value: undefined } });
+    expect(missing.json.errors).toEqual([{ path: 'value', message: 'is required' }]);
+    const array = await call('POST', '/v1/gates/evaluate', { body: [1, 2] });
+    expect(array.json.errors).toEqual([{ path: '(root)', message: 'expected object, received array' }]);
+    const params = await call('POST', '/v1/gates/evaluate', {
+      body: { session_id: 's1', action: 'payments.transfer', params: '9000' },
+    });
+    expect(params.json.errors).toEqual([{ path: 'params', message: 'expected object, received string' }]);
+  });
+
+  it('an unknown type and an unknown source are both named', async () => {
+    const r = await call('POST', '/v1/state/items', {
+      body: { ...budget, type: 'factoid', source: 'martian' },
+    });
+    expectProblem(r, 422, 'invalid_request');
+    expect(r.json.errors.map((e: any) => e.path)).toEqual(['type', 'source']);
+    expect(r.json.detail).toMatch(
+      /^Unknown type 'factoid'; allowed: .*\. Unknown source 'martian'; allowed: /,
+    );
+    // Names an object's built-in properties have are not sources either.
+    const proto = await call('POST', '/v1/state/items', { body: { ...budget, source: 'constructor' } });
+    expectProblem(proto, 422, 'invalid_request');
+    expect(proto.json.errors).toEqual([
+      { path: 'source', message: expect.stringMatching(/^must be one of /) },
+    ]);
+  });
+
   it('expected_version mismatch is 409', async () => {
     await call('POST', '/v1/state/items', { body: budget });
     expectProblem(
@@ -354,6 +387,22 @@ describe('protocol errors', () => {
       400,
       'malformed_request',
     );
+    // Bytes that are not UTF-8 are refused, not replaced by U+FFFD and stored.
+    const notUtf8 = Buffer.concat([
+      Buffer.from('{"session_id":"s1","key":"a.b","type":"fact","source":"user_input","value":"'),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from('"}'),
+    ]);
+    const res = await app.request('/v1/state/items', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+      body: notUtf8,
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({
+      code: 'malformed_request',
+      detail: 'The request body is not valid UTF-8.',
+    });
     const big = JSON.stringify({ ...budget, value: 'x'.repeat(70 * 1024) });
     expectProblem(
       await call('POST', '/v1/state/items', { raw: big, headers: { 'content-type': 'application/json' } }),

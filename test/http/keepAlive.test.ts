@@ -39,7 +39,7 @@ afterAll(async () => {
   await store?.close();
 });
 
-async function post(body: string) {
+async function post(body: string | Buffer) {
   const res = await pool.request({ method: 'POST', path: '/v1/gates/evaluate', headers, body });
   return { status: res.statusCode, headers: res.headers, json: (await res.body.json()) as any };
 }
@@ -57,6 +57,20 @@ describe('one keep-alive connection through errors', () => {
     const next = await post(JSON.stringify({ session_id: 's1', action: 'a.b' }));
     expect(next.status).toBe(200);
     expect(next.json.verdict).toBe('Allow');
+  });
+
+  it('a body that is not UTF-8 is a 400, not a value with U+FFFD in it', async () => {
+    const body = Buffer.concat([
+      Buffer.from('{"session_id":"s'),
+      Buffer.from([0xff]),
+      Buffer.from('","action":"a.b"}'),
+    ]);
+    const res = await post(body);
+    expect(res.status).toBe(400);
+    expect(res.json).toMatchObject({
+      code: 'malformed_request',
+      detail: 'The request body is not valid UTF-8.',
+    });
   });
 
   it('every answer says its length (no chunked framing): 200, 422, 413, 401, /healthz', async () => {
