@@ -46,7 +46,7 @@ const TITLES: Readonly<Record<ErrorCode, string>> = {
 /** What each code means, for its `/problems/<code>` page and the OpenAPI document. */
 export const PROBLEM_DESCRIPTIONS: Readonly<Record<ErrorCode, string>> = {
   invalid_request: 'The input breaks a rule; `errors` names each field and what is wrong with it.',
-  malformed_request: 'The request body is not valid JSON.',
+  malformed_request: 'The request body is not valid JSON, or not UTF-8.',
   unauthorized:
     'The Authorization header is missing or malformed, or the API key is unknown or revoked. Send `Authorization: Bearer <key>`.',
   forbidden: 'The API key lacks the scope this operation needs, or claims a source beyond its trust.',
