@@ -99,6 +99,9 @@ const RECORD_WAIT_MS = 2;
 /** Most outcomes recorded by one commit. */
 const RECORD_BATCH_MAX = 64;
 
+/** A webhook's failed attempts are logged at most once per this long (the rest are counted). */
+const FAILURE_LOG_INTERVAL_MS = 60_000;
+
 /** A claimed delivery waiting for a slot. */
 interface Held {
   claimed: ClaimedDelivery;
@@ -194,6 +197,43 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   let woken = false;
   let progressWaiters: Array<() => void> = [];
 
+  /** Per webhook: when its last failed attempt was logged, and how many failed since unlogged. */
+  const failureLogs = new Map<string, { at: number; unlogged: number }>();
+
+  /**
+   * Logs a failed attempt, at most once per {@link FAILURE_LOG_INTERVAL_MS} per webhook: an
+   * endpoint that is down fails every queued delivery. The endpoint is named by its host only
+   * (a webhook URL's path or query may carry a token).
+   */
+  function logFailure(webhook: ClaimedDelivery['webhook'], failure: Record<string, unknown>): void {
+    const logger = options.logger;
+    if (!logger) return;
+    const now = clock().getTime();
+    const last = failureLogs.get(webhook.id);
+    if (last && now - last.at < FAILURE_LOG_INTERVAL_MS) {
+      last.unlogged += 1;
+      return;
+    }
+    failureLogs.set(webhook.id, { at: now, unlogged: 0 });
+    let host: string;
+    try {
+      host = new URL(webhook.url).host;
+    } catch {
+      host = '(unparsable URL)';
+    }
+    logger.warn(
+      {
+        webhook_id: webhook.id,
+        host,
+        ...failure,
+        ...(last?.unlogged ? { failed_since_last_log: last.unlogged } : {}),
+      },
+      failure['next_attempt_at']
+        ? 'webhook delivery failed; it will be retried'
+        : 'webhook delivery failed; no retries left',
+    );
+  }
+
   /** Every delivery this sender holds a lease on and has not recorded. */
   const held = () => waiting.length + slots.size + recording;
 
@@ -275,6 +315,12 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
         nextAttemptAt = new Date(at.getTime() + delay).toISOString();
       }
       lastError = error ?? `the endpoint answered HTTP ${statusCode}`;
+      logFailure(webhook, {
+        delivery_id: delivery.delivery_id,
+        attempts,
+        error: lastError,
+        next_attempt_at: nextAttemptAt,
+      });
     }
     noteDeliveryOutcome(outcome === 'retry' ? 'pending' : status, statusCode);
     return {

@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../../../adapters/sqlite/index.js';
@@ -16,6 +17,7 @@ import {
   createWebhookDispatcher,
   verifyWebhook,
   type WebhookDispatcher,
+  type WebhookDispatcherOptions,
 } from '../../../adapters/webhooks/index.js';
 import { createGatehouse, createIdGenerator, type OutboxStore, type Store } from '../../../src/index.js';
 import { manualClock } from '../../store/contract.js';
@@ -69,7 +71,7 @@ function setup(store: Store = openSqliteStore()) {
     },
   });
   const dispatchers: WebhookDispatcher[] = [];
-  const dispatcher = (extra: { timeoutMs?: number } = {}) => {
+  const dispatcher = (extra: { timeoutMs?: number; logger?: WebhookDispatcherOptions['logger'] } = {}) => {
     const d = createWebhookDispatcher({ store, urlPolicy, clock, random: () => 0.5, ...extra });
     dispatchers.push(d);
     return d;
@@ -156,6 +158,33 @@ describe('webhook dispatcher', () => {
       next_attempt_at: null,
     });
     expect(r.received).toHaveLength(8);
+  });
+
+  it("logs failed attempts by the endpoint's host, at most once a minute per webhook", async () => {
+    const r = await receiver((_n, res) => res.writeHead(503).end());
+    const { gh, dispatcher, clock } = setup();
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    // A token in the URL, as some endpoints take one: it must not reach the log.
+    const hook = await gh.createWebhook({ url: `${r.url}?token=s3cret`, events: ['*'] });
+    for (let i = 0; i < 3; i++) await gh.recordState({ ...budget, value: String(6000 + i) });
+    const d = dispatcher({ logger });
+    expect(await d.drain()).toBe(3);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({
+      level: 40,
+      msg: 'webhook delivery failed; it will be retried',
+      webhook_id: hook.id,
+      host: new URL(r.url).host,
+      attempts: 1,
+      error: 'the endpoint answered HTTP 503',
+    });
+    expect(JSON.stringify(lines)).not.toContain('s3cret');
+    // A minute on, the next failure is logged with the count of those in between.
+    clock.advance(61_000);
+    await d.drain();
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toMatchObject({ attempts: 2, failed_since_last_log: 2 });
   });
 
   it('a 410 disables the endpoint: nothing is queued for it until it is enabled again', async () => {
