@@ -33,14 +33,17 @@ function fitsUtf8(text: string, limit: number): boolean {
 }
 
 /**
- * What makes `value` unfit for the history: nesting deeper than `depth` (`{}` is 1), or a number
- * JSON cannot carry (`1e400` parses to Infinity, which the canonical hash refuses). Stops
+ * What makes `value` unfit for the history: nesting deeper than `depth` (`{}` is 1), a number
+ * JSON cannot carry (`1e400` parses to Infinity, which the canonical hash refuses), or a
+ * `__proto__` key (an object built from it would lose it, or gain a prototype, so what the policy,
+ * an approval's digest and the history see could differ from what the caller sent). Stops
  * descending past `depth`, so its own recursion is bounded whatever the input.
  */
-function jsonProblem(value: unknown, depth: number): 'depth' | 'number' | undefined {
+function jsonProblem(value: unknown, depth: number): 'depth' | 'number' | 'proto' | undefined {
   if (typeof value === 'number') return Number.isFinite(value) ? undefined : 'number';
   if (value === null || typeof value !== 'object') return undefined;
   if (depth <= 0) return 'depth';
+  if (Object.hasOwn(value, '__proto__')) return 'proto';
   for (const child of Object.values(value)) {
     const problem = jsonProblem(child, depth - 1);
     if (problem !== undefined) return problem;
@@ -48,25 +51,44 @@ function jsonProblem(value: unknown, depth: number): 'depth' | 'number' | undefi
   return undefined;
 }
 
+/**
+ * A JSON object the caller sends (`params`, `context`, `metadata`). Checked as sent, before the
+ * record: zod rebuilds a record's object and silently skips a `__proto__` key, so a caller's
+ * `{"amount": 5, "__proto__": {…}}` would reach the policy and an approval's digest without it.
+ * The JSON Schema (OpenAPI, MCP tool inputs) is given, as zod cannot describe the check.
+ */
 function jsonObject(what: string) {
-  return z.record(z.string(), z.unknown()).superRefine((o, ctx) => {
-    // Before JSON.stringify: it (and every later walk of the object) recurses, and a 64 KiB body
-    // of `[[[[…]]]]` would overflow the stack.
-    const problem = jsonProblem(o, LIMITS.objectDepth);
-    if (problem === 'depth') {
-      ctx.addIssue({
-        code: 'custom',
-        message: `${what} must nest at most ${LIMITS.objectDepth} levels deep`,
-      });
-    } else if (problem === 'number') {
-      ctx.addIssue({ code: 'custom', message: `${what} must hold only finite numbers (1e400 is too large)` });
-    } else if (!fitsUtf8(JSON.stringify(o), LIMITS.objectBytes)) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `${what} must be at most ${LIMITS.objectBytes} bytes of JSON`,
-      });
-    }
-  });
+  return z
+    .unknown()
+    .superRefine((o, ctx) => {
+      if (o === null || typeof o !== 'object' || Array.isArray(o)) return; // the record says so
+      // Before JSON.stringify: it (and every later walk of the object) recurses, and a 64 KiB body
+      // of `[[[[…]]]]` would overflow the stack.
+      const problem = jsonProblem(o, LIMITS.objectDepth);
+      if (problem === 'depth') {
+        ctx.addIssue({
+          code: 'custom',
+          message: `${what} must nest at most ${LIMITS.objectDepth} levels deep`,
+        });
+      } else if (problem === 'number') {
+        ctx.addIssue({
+          code: 'custom',
+          message: `${what} must hold only finite numbers (1e400 is too large)`,
+        });
+      } else if (problem === 'proto') {
+        ctx.addIssue({
+          code: 'custom',
+          message: `${what} must not have a key named __proto__, at any depth`,
+        });
+      } else if (!fitsUtf8(JSON.stringify(o), LIMITS.objectBytes)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `${what} must be at most ${LIMITS.objectBytes} bytes of JSON`,
+        });
+      }
+    })
+    .pipe(z.record(z.string(), z.unknown()))
+    .meta({ type: 'object', propertyNames: { type: 'string' }, additionalProperties: {} });
 }
 
 // A lone surrogate cannot be stored as UTF-8 (SQLite keeps mangled bytes, PostgreSQL a U+FFFD),

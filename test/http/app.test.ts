@@ -209,6 +209,45 @@ describe('state routes', () => {
     expect(params.json.errors).toEqual([{ path: 'params', message: 'expected object, received string' }]);
   });
 
+  it('a __proto__ key in params, context or metadata is refused, not dropped', async () => {
+    // JSON.parse keeps it as an own key; an object rebuilt from it would lose it (or take it as its
+    // prototype), so the policy and an approval's digest would not see what the tool receives.
+    const raw = (body: string) => ({ raw: body, headers: { 'content-type': 'application/json' } });
+    const top = await call(
+      'POST',
+      '/v1/gates/evaluate',
+      raw(
+        '{"session_id":"s1","action":"payments.transfer","params":{"amount":5,"__proto__":{"amount":99999}}}',
+      ),
+    );
+    expectProblem(top, 422, 'invalid_request');
+    expect(top.json.errors).toEqual([
+      { path: 'params', message: 'params must not have a key named __proto__, at any depth' },
+    ]);
+    const nested = await call(
+      'POST',
+      '/v1/gates/evaluate',
+      raw('{"session_id":"s1","action":"a.b","context":{"a":{"__proto__":{"x":1}}}}'),
+    );
+    expect(nested.json.errors).toEqual([
+      { path: 'context', message: 'context must not have a key named __proto__, at any depth' },
+    ]);
+    const metadata = await call(
+      'POST',
+      '/v1/state/items',
+      raw(JSON.stringify(budget).replace('}', ',"metadata":{"__proto__":{"x":1}}}')),
+    );
+    expectProblem(metadata, 422, 'invalid_request');
+    expect(metadata.json.errors[0].path).toBe('metadata');
+    // Still a plain object otherwise.
+    const fine = await call(
+      'POST',
+      '/v1/gates/evaluate',
+      raw('{"session_id":"s1","action":"a.b","params":{"proto":1}}'),
+    );
+    expect(fine.status).toBe(200);
+  });
+
   it('an unknown type and an unknown source are both named', async () => {
     const r = await call('POST', '/v1/state/items', {
       body: { ...budget, type: 'factoid', source: 'martian' },

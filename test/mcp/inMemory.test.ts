@@ -71,6 +71,7 @@ describe('MCP tools (in-memory)', () => {
 
     const gate = byName['evaluate_gate']!;
     expect(gate.inputSchema.required).toEqual(['session_id', 'action']);
+    expect((gate.inputSchema.properties as any).params).toMatchObject({ type: 'object' });
     expect(gate.description).toContain('BEFORE any consequential action');
     expect(gate.description).toContain('Block: do NOT perform the action');
     expect(gate.outputSchema?.required).toContain('verdict');
@@ -330,6 +331,15 @@ describe('MCP tools (in-memory)', () => {
     expect(textOf(noSession)).toContain(
       'session_id is required (this server has no default session) at session_id',
     );
+    // A `__proto__` key (an own key, as JSON.parse makes it) is refused, not silently dropped.
+    const proto = await call(
+      'evaluate_gate',
+      JSON.parse(
+        '{"session_id":"s1","action":"payments.transfer","params":{"amount":1,"__proto__":{"amount":1}}}',
+      ),
+    );
+    expect(proto.isError).toBe(true);
+    expect(textOf(proto)).toContain('params must not have a key named __proto__, at any depth at params');
     const badLimit = await call('read_history', { limit: 501 });
     expect(textOf(badLimit)).toContain('limit must be at most 500 at limit');
 
