@@ -310,13 +310,38 @@ export const HistoryEventSchema = z.object({
 });
 export type HistoryEvent = z.infer<typeof HistoryEventSchema>;
 
+/**
+ * A number from a query string or a path (or a number, in-process): written in decimal digits
+ * (`0x10`, `1e1`, `+5` and an empty value are refused, where `Number()` would read them), whole
+ * unless `fraction`, within `min`..`max`. Its JSON Schema is the number's.
+ */
+export function queryNumber(name: string, range: { min: number; max?: number; fraction?: boolean }) {
+  const digits = range.fraction ? /^\d+(\.\d+)?$/ : /^\d+$/;
+  const written = `${name} must be ${range.fraction ? 'a number' : 'a whole number'} in decimal digits`;
+  const max = range.max ?? Number.MAX_SAFE_INTEGER;
+  // Past the largest safe integer zod's int check would fail too: say it once, as a bound.
+  let n = z.coerce
+    .number()
+    .min(range.min, `${name} must be at least ${range.min}`)
+    .max(max, { message: `${name} must be at most ${max}`, abort: true });
+  if (!range.fraction) n = n.int(written);
+  return z
+    .unknown()
+    .superRefine((v, ctx) => {
+      if (typeof v === 'string' && !digits.test(v)) ctx.addIssue({ code: 'custom', message: written });
+    })
+    .pipe(n)
+    .meta({
+      type: range.fraction ? 'number' : 'integer',
+      minimum: range.min,
+      maximum: max,
+    });
+}
+
 /** A page size of the paged lists (history, approvals): 1 to 500, 50 by default. */
-const PageLimitSchema = z.coerce
-  .number()
-  .int('limit must be an integer')
-  .min(1, 'limit must be at least 1')
-  .max(LIMITS.historyLimit, `limit must be at most ${LIMITS.historyLimit}`)
-  .default(LIMITS.historyDefaultLimit);
+const PageLimitSchema = queryNumber('limit', { min: 1, max: LIMITS.historyLimit }).default(
+  LIMITS.historyDefaultLimit,
+);
 
 /** `GET /v1/history/events` query. */
 export const HistoryQuerySchema = z.strictObject({
@@ -347,7 +372,9 @@ export const VerifyResultSchema = z.object({
 export type VerifyResult = z.infer<typeof VerifyResultSchema>;
 
 /** Event kinds a webhook may subscribe to. */
-export const WebhookEventSelectorSchema = z.union([EventTypeSchema, z.literal('*')]);
+export const WebhookEventSelectorSchema = z.union([EventTypeSchema, z.literal('*')], {
+  error: `must be an event type (${EVENT_TYPES.join(', ')}) or *`,
+});
 
 /** An optional filter on a subscription. */
 export const WebhookFilterSchema = z.strictObject({
@@ -522,11 +549,7 @@ export const MAX_APPROVAL_WAIT_SECONDS = 60;
 
 /** `GET /v1/approvals/{id}` query: `wait` long-polls until the approval is decided or expired. */
 export const ApprovalWaitSchema = z.strictObject({
-  wait: z.coerce
-    .number()
-    .min(0, 'wait must be at least 0')
-    .max(MAX_APPROVAL_WAIT_SECONDS, `wait must be at most ${MAX_APPROVAL_WAIT_SECONDS} seconds`)
-    .optional(),
+  wait: queryNumber('wait', { min: 0, max: MAX_APPROVAL_WAIT_SECONDS, fraction: true }).optional(),
 });
 export type ApprovalWait = z.input<typeof ApprovalWaitSchema>;
 

@@ -16,22 +16,21 @@ import {
   type HistoryEvent,
   type Principal,
   parseInput,
+  queryNumber,
   requireScope,
   SessionIdSchema,
   VerdictSchema,
 } from '../../src/index.js';
 import type { HistoryFeed } from './historyFeed.js';
 import type { WebRoute } from './pipeline.js';
+import { pathAndSearch, queryObject } from './requestParts.js';
 
 /** The stream's query: the filters of `GET /v1/history/events`, plus a verdict and a start. */
 export const HistoryStreamQuerySchema = z.strictObject({
   session_id: SessionIdSchema.optional().describe('Only this session.'),
   type: EventTypeSchema.optional().describe('Only this event type.'),
   verdict: VerdictSchema.optional().describe('Only `gate_evaluation` events with this verdict.'),
-  after_seq: z.coerce
-    .number()
-    .int('after_seq must be an integer')
-    .min(0, 'after_seq must be at least 0')
+  after_seq: queryNumber('after_seq', { min: 0 })
     .optional()
     .describe('Start after this seq (the `Last-Event-ID` header wins). Default: only events from now on.'),
 });
@@ -87,8 +86,11 @@ export function createHistoryStreamRoute(options: HistoryStreamOptions): WebRout
 
   async function handle(request: Request, principal: Principal): Promise<Response> {
     requireScope(principal, HISTORY_STREAM_DOC.scope);
-    const search = Object.fromEntries(new URL(request.url).searchParams);
-    const query = parseInput(HistoryStreamQuerySchema, search, 'query');
+    const query = parseInput(
+      HistoryStreamQuerySchema,
+      queryObject(pathAndSearch(request.url).search),
+      'query',
+    );
     if (open >= maxStreams) {
       throw new GatehouseError('unavailable', 'Too many open history streams; retry later.', {
         retryAfter: 5,

@@ -25,6 +25,7 @@ import type { Idempotency } from './idempotency.js';
 import type { Metrics } from './metrics.js';
 import { type ProblemOptions, problemReply, type Reply } from './problem.js';
 import type { RateLimiter } from './rateLimiter.js';
+import { queryObject } from './requestParts.js';
 import { type ApiRoute, defaultStatus } from './route.js';
 
 /** A request as the pipeline needs it; each face builds one from its own request object. */
@@ -130,13 +131,6 @@ function decode(segment: string): string {
   } catch {
     return segment;
   }
-}
-
-function queryObject(search: string): Record<string, string> {
-  const query: Record<string, string> = {};
-  if (search === '') return query;
-  for (const [name, value] of new URLSearchParams(search)) query[name] = value;
-  return query;
 }
 
 function jsonReply(status: number, body: unknown): Reply {

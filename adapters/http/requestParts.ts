@@ -35,6 +35,26 @@ export function pathAndSearch(target: string): { path: string; search: string } 
 }
 
 /**
+ * A query string as an object, each parameter once (a repeated one is refused rather than
+ * silently read as its last value). No prototype, so `__proto__` is a parameter like any other,
+ * which the route's strict schema then names as unknown.
+ * @throws {GatehouseError} `invalid_request` when a parameter is repeated
+ */
+export function queryObject(search: string): Record<string, string> {
+  const query: Record<string, string> = Object.create(null);
+  if (search === '') return query;
+  for (const [name, value] of new URLSearchParams(search)) {
+    if (Object.hasOwn(query, name)) {
+      throw new GatehouseError('invalid_request', `Query parameter '${name}' is given more than once.`, {
+        errors: [{ path: name, message: 'is given more than once' }],
+      });
+    }
+    query[name] = value;
+  }
+  return query;
+}
+
+/**
  * Reads a web Request's body as UTF-8.
  * @throws {GatehouseError} `payload_too_large` past `limit` bytes; `malformed_request` when it is not UTF-8
  */

@@ -27,6 +27,7 @@ import {
   PolicyRevisionQuerySchema,
   PolicyRevisionSchema,
   PutPolicyInputSchema,
+  queryNumber,
   RecordStateInputSchema,
   RecordStateResultSchema,
   ReplayInputSchema,
@@ -46,11 +47,7 @@ import { defineRoute } from './route.js';
 
 const KeyParam = z.object({ key: z.string().describe('The item key, e.g. `budget.limit`.') });
 const KeyVersionParams = KeyParam.extend({
-  version: z.coerce
-    .number()
-    .int('version must be an integer')
-    .min(1, 'version must be at least 1')
-    .describe('A version number, from 1.'),
+  version: queryNumber('version', { min: 1 }).describe('A version number, from 1.'),
 });
 const IdParam = z.object({ id: z.string().describe('The object ID.') });
 const DeliveryParams = IdParam.extend({ delivery_id: z.string().describe('The delivery ID.') });
@@ -78,7 +75,7 @@ const ConflictsQuery = z.strictObject({
 });
 const DeliveriesQuery = z.strictObject({
   status: z.enum(['pending', 'delivered', 'failed']).optional().describe('Only deliveries in this state.'),
-  limit: z.coerce.number().int().min(1).max(500).default(50).describe('Page size, 1 to 500.'),
+  limit: queryNumber('limit', { min: 1, max: 500 }).default(50).describe('Page size, 1 to 500.'),
   before_id: z.string().max(64).optional().describe('Deliveries older than this delivery ID.'),
 });
 

@@ -67,6 +67,7 @@ export async function assertWebhookUrlAllowed(
   }
   const host = stripBrackets(parsed.hostname);
   if (host === '') invalidUrl('Webhook URL has no host.');
+  if (parsed.port === '0') invalidUrl('Webhook URL port 0 cannot be connected to.');
   const vetted = await vetHost(host, parsed.protocol, policy, withTimeout(resolve, resolveTimeoutMs));
   if ('refusal' in vetted) invalidUrl(`Webhook URL host ${host} ${vetted.refusal.detail}.`);
   if ('unresolved' in vetted) {

@@ -111,7 +111,14 @@ export const ReplayInputSchema = z
   .refine((v) => (v.policy === undefined) !== (v.revision === undefined), {
     message: 'give exactly one of policy or revision',
     path: ['policy'],
-  });
+  })
+  .refine(
+    (v) => v.since === undefined || v.until === undefined || Date.parse(v.since) <= Date.parse(v.until),
+    {
+      message: 'since must not be later than until',
+      path: ['since'],
+    },
+  );
 export type ReplayInput = z.input<typeof ReplayInputSchema>;
 
 const ReplaySideSchema = z.object({

@@ -248,6 +248,47 @@ describe('state routes', () => {
     expect(fine.status).toBe(200);
   });
 
+  it('query numbers are decimal digits, and a query parameter is given once', async () => {
+    const limit = async (value: string) =>
+      (await call('GET', `/v1/history/events?limit=${value}`)).json.errors?.[0]?.message;
+    expect(await limit('0x10')).toBe('limit must be a whole number in decimal digits');
+    expect(await limit('1e1')).toBe('limit must be a whole number in decimal digits');
+    expect(await limit('%2B5')).toBe('limit must be a whole number in decimal digits');
+    expect(await limit('')).toBe('limit must be a whole number in decimal digits');
+    expect(await limit('501')).toBe('limit must be at most 500');
+    expect((await call('GET', '/v1/history/events?limit=20')).status).toBe(200);
+    const twice = await call('GET', '/v1/history/events?limit=1&limit=2');
+    expectProblem(twice, 422, 'invalid_request');
+    expect(twice.json.detail).toBe("Query parameter 'limit' is given more than once.");
+    const proto = await call('GET', '/v1/history/events?__proto__=1');
+    expect(proto.json.errors).toEqual([{ path: '(root)', message: 'unknown field(s): __proto__' }]);
+    await call('POST', '/v1/state/items', { body: budget });
+    const version = await call('GET', '/v1/state/items/budget.limit/versions/1e0?session_id=s1');
+    expect(version.json.errors).toEqual([
+      { path: 'version', message: 'version must be a whole number in decimal digits' },
+    ]);
+    const huge = await call('GET', '/v1/state/items/budget.limit/versions/9007199254740993?session_id=s1');
+    expect(huge.json.errors).toEqual([
+      { path: 'version', message: 'version must be at most 9007199254740991' },
+    ]);
+  });
+
+  it('a webhook names the event types it allows; a replay refuses since after until', async () => {
+    const hook = await call('POST', '/v1/webhooks', {
+      body: { url: 'https://hooks.example.com/x', events: ['constructor'] },
+    });
+    expectProblem(hook, 422, 'invalid_request');
+    expect(hook.json.errors[0]).toEqual({
+      path: 'events.0',
+      message: expect.stringMatching(/^must be an event type \(state_change, .*gate_evaluation.*\) or \*$/),
+    });
+    const replay = await call('POST', '/v1/policy/replay', {
+      body: { policy: 'version: 1\n', since: '2026-02-01T00:00:00Z', until: '2026-01-01T00:00:00Z' },
+    });
+    expectProblem(replay, 422, 'invalid_request');
+    expect(replay.json.errors).toEqual([{ path: 'since', message: 'since must not be later than until' }]);
+  });
+
   it('an unknown type and an unknown source are both named', async () => {
     const r = await call('POST', '/v1/state/items', {
       body: { ...budget, type: 'factoid', source: 'martian' },

@@ -176,6 +176,7 @@ describe('assertWebhookUrlAllowed', () => {
     ['http://hooks.example.com/', 'must use https://'],
     ['https://user:pass@hooks.example.com/', 'must not contain a user name or password'],
     ['https://token@hooks.example.com/', 'must not contain a user name or password'],
+    ['https://hooks.example.com:0/', 'port 0 cannot be connected to'],
     ['https://evil.example/', 'evil.example resolves to blocked address 10.0.0.1 (private)'],
     ['https://mixed.example/', 'resolves to blocked address 169.254.169.254 (cloud metadata)'],
     ['https://metadata.example/', 'resolves to blocked address fd00:ec2::254 (cloud metadata)'],
