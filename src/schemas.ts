@@ -33,17 +33,14 @@ function fitsUtf8(text: string, limit: number): boolean {
 }
 
 /**
- * What makes `value` unfit for the history: nesting deeper than `depth` (`{}` is 1), a number
- * JSON cannot carry (`1e400` parses to Infinity, which the canonical hash refuses), or a
- * `__proto__` key (an object built from it would lose it, or gain a prototype, so what the policy,
- * an approval's digest and the history see could differ from what the caller sent). Stops
+ * What makes `value` unfit for the history: nesting deeper than `depth` (`{}` is 1), or a number
+ * JSON cannot carry (`1e400` parses to Infinity, which the canonical hash refuses). Stops
  * descending past `depth`, so its own recursion is bounded whatever the input.
  */
-function jsonProblem(value: unknown, depth: number): 'depth' | 'number' | 'proto' | undefined {
+function jsonProblem(value: unknown, depth: number): 'depth' | 'number' | undefined {
   if (typeof value === 'number') return Number.isFinite(value) ? undefined : 'number';
   if (value === null || typeof value !== 'object') return undefined;
   if (depth <= 0) return 'depth';
-  if (Object.hasOwn(value, '__proto__')) return 'proto';
   for (const child of Object.values(value)) {
     const problem = jsonProblem(child, depth - 1);
     if (problem !== undefined) return problem;
@@ -52,16 +49,20 @@ function jsonProblem(value: unknown, depth: number): 'depth' | 'number' | 'proto
 }
 
 /**
- * A JSON object the caller sends (`params`, `context`, `metadata`). Checked as sent, before the
- * record: zod rebuilds a record's object and silently skips a `__proto__` key, so a caller's
- * `{"amount": 5, "__proto__": {…}}` would reach the policy and an approval's digest without it.
- * The JSON Schema (OpenAPI, MCP tool inputs) is given, as zod cannot describe the check.
+ * A JSON object the caller sends (`params`, `context`, `metadata`), kept as sent. Not a zod
+ * record: a record rebuilds the object and silently skips a `__proto__` key, so the policy and an
+ * approval's digest would not see what the caller's tool receives (`{"amount": 5, "__proto__":
+ * {…}}` matched an approval given for `{"amount": 5}`). Prototype keys are data here, at every
+ * depth. Typed, and described in JSON Schema (OpenAPI, MCP tool inputs), as the record it checks.
  */
-function jsonObject(what: string) {
-  return z
+function jsonObject(what: string): z.ZodType<Record<string, unknown>, Record<string, unknown>> {
+  const schema = z
     .unknown()
     .superRefine((o, ctx) => {
-      if (o === null || typeof o !== 'object' || Array.isArray(o)) return; // the record says so
+      if (o === null || typeof o !== 'object' || Array.isArray(o)) {
+        ctx.addIssue({ code: 'invalid_type', expected: 'object', input: o });
+        return;
+      }
       // Before JSON.stringify: it (and every later walk of the object) recurses, and a 64 KiB body
       // of `[[[[…]]]]` would overflow the stack.
       const problem = jsonProblem(o, LIMITS.objectDepth);
@@ -75,11 +76,6 @@ function jsonObject(what: string) {
           code: 'custom',
           message: `${what} must hold only finite numbers (1e400 is too large)`,
         });
-      } else if (problem === 'proto') {
-        ctx.addIssue({
-          code: 'custom',
-          message: `${what} must not have a key named __proto__, at any depth`,
-        });
       } else if (!fitsUtf8(JSON.stringify(o), LIMITS.objectBytes)) {
         ctx.addIssue({
           code: 'custom',
@@ -87,8 +83,8 @@ function jsonObject(what: string) {
         });
       }
     })
-    .pipe(z.record(z.string(), z.unknown()))
     .meta({ type: 'object', propertyNames: { type: 'string' }, additionalProperties: {} });
+  return schema as unknown as z.ZodType<Record<string, unknown>, Record<string, unknown>>;
 }
 
 // A lone surrogate cannot be stored as UTF-8 (SQLite keeps mangled bytes, PostgreSQL a U+FFFD),

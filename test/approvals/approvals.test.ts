@@ -152,6 +152,15 @@ describe('replays are refused', () => {
       agent,
     );
     expect(otherRecipient.verdict).toBe('Block');
+    // A `__proto__` key (an own key, as JSON.parse makes it) is part of the params, so of the digest.
+    const withProto = await gh.evaluate(
+      JSON.parse(
+        '{"session_id":"s1","action":"payments.transfer","params":{"amount":9000,"to":"acct-9","__proto__":{"to":"acct-666"}}}',
+      ),
+      agent,
+    );
+    expect(withProto.verdict).toBe('Block');
+    expect(withProto.approval!.id).not.toBe(id);
     expect((await gh.getApproval(id)).status).toBe('approved');
   });
 

@@ -62,7 +62,7 @@ async function call(method: string, path: string, options: Call = {}) {
   } catch {
     json = text;
   }
-  return { status: res.status, headers: res.headers, json };
+  return { status: res.status, headers: res.headers, json, text };
 }
 
 const budget = { session_id: 's1', key: 'budget.limit', value: '5000', type: 'fact', source: 'user_input' };
@@ -209,43 +209,30 @@ describe('state routes', () => {
     expect(params.json.errors).toEqual([{ path: 'params', message: 'expected object, received string' }]);
   });
 
-  it('a __proto__ key in params, context or metadata is refused, not dropped', async () => {
-    // JSON.parse keeps it as an own key; an object rebuilt from it would lose it (or take it as its
-    // prototype), so the policy and an approval's digest would not see what the tool receives.
+  it('a __proto__ key in params, context or metadata is data, recorded as sent, at the top level too', async () => {
+    // JSON.parse keeps it as an own key; a zod record rebuilt the object without it, so the
+    // policy and an approval's digest did not see what the caller's tool receives.
     const raw = (body: string) => ({ raw: body, headers: { 'content-type': 'application/json' } });
-    const top = await call(
+    const d = await call(
       'POST',
       '/v1/gates/evaluate',
       raw(
-        '{"session_id":"s1","action":"payments.transfer","params":{"amount":5,"__proto__":{"amount":99999}}}',
+        '{"session_id":"s1","action":"a.b","params":{"amount":5,"__proto__":{"amount":99999}},"context":{"__proto__":1}}',
       ),
     );
-    expectProblem(top, 422, 'invalid_request');
-    expect(top.json.errors).toEqual([
-      { path: 'params', message: 'params must not have a key named __proto__, at any depth' },
-    ]);
-    const nested = await call(
-      'POST',
-      '/v1/gates/evaluate',
-      raw('{"session_id":"s1","action":"a.b","context":{"a":{"__proto__":{"x":1}}}}'),
-    );
-    expect(nested.json.errors).toEqual([
-      { path: 'context', message: 'context must not have a key named __proto__, at any depth' },
-    ]);
-    const metadata = await call(
+    expect(d.status).toBe(200);
+    const read = await call('GET', `/v1/decisions/${d.json.decision_id}`);
+    expect(Object.keys(read.json.params)).toEqual(['amount', '__proto__']);
+    expect(read.text).toContain('"__proto__":{"amount":99999}');
+    expect(read.text).toContain('"context":{"__proto__":1}');
+    const item = await call(
       'POST',
       '/v1/state/items',
       raw(JSON.stringify(budget).replace('}', ',"metadata":{"__proto__":{"x":1}}}')),
     );
-    expectProblem(metadata, 422, 'invalid_request');
-    expect(metadata.json.errors[0].path).toBe('metadata');
-    // Still a plain object otherwise.
-    const fine = await call(
-      'POST',
-      '/v1/gates/evaluate',
-      raw('{"session_id":"s1","action":"a.b","params":{"proto":1}}'),
-    );
-    expect(fine.status).toBe(200);
+    expect(item.status).toBe(201);
+    expect(JSON.stringify(item.json.item.metadata)).toBe('{"__proto__":{"x":1}}');
+    expect(({} as Record<string, unknown>)['amount']).toBeUndefined();
   });
 
   it('query numbers are decimal digits, and a query parameter is given once', async () => {
