@@ -1,11 +1,12 @@
 /**
  * What a policy learns from a compiled expression's syntax tree: the string literals (state keys
- * it may read), whether it iterates, and whether a `matches()` pattern is computed.
+ * it may read), whether it iterates, whether a `matches()` pattern is computed, how deep it nests
+ * and which calls on literals to try at load.
  *
  * cel-js nodes are `{op, args, pos}`; a call is `op: 'call'` (`f(x)`, args `[name, [x]]`) or
  * `op: 'rcall'` (`x.f(y)`, args `[name, x, [y]]`), a literal `op: 'value'` with the value in `args`.
  */
-import type { ASTNode } from '@marcbachmann/cel-js';
+import { type ASTNode, serialize } from '@marcbachmann/cel-js';
 
 interface CelAstNode {
   op: unknown;
@@ -40,6 +41,26 @@ function calledFunction(node: CelAstNode): unknown {
   return (node.op === 'rcall' || node.op === 'call') && Array.isArray(node.args) ? node.args[0] : undefined;
 }
 
+/** The pattern argument of a `matches()` call node (`x.matches(p)` or `matches(x, p)`). */
+function patternOf(node: CelAstNode): unknown {
+  const args = node.args as unknown[];
+  return node.op === 'rcall'
+    ? (args[2] as unknown[] | undefined)?.[0]
+    : (args[1] as unknown[] | undefined)?.[1];
+}
+
+function isStringLiteral(node: unknown): node is CelAstNode & { args: string } {
+  return isAstNode(node) && node.op === 'value' && typeof node.args === 'string';
+}
+
+function isAstNode(value: unknown): value is CelAstNode {
+  return typeof value === 'object' && value !== null && 'op' in value && 'args' in value;
+}
+
+function offsetOf(node: CelAstNode): number {
+  return typeof node.pos === 'number' ? node.pos : 0;
+}
+
 /**
  * The offset of the first `matches()` whose pattern is not a string literal. cel-js runs patterns
  * on the backtracking `RegExp`; a literal is the policy author's choice (the CLI also turns on
@@ -49,20 +70,73 @@ export function findDynamicPattern(ast: ASTNode): number | undefined {
   let found: number | undefined;
   walkCelAst(ast, (node) => {
     if (calledFunction(node) !== 'matches') return true;
-    const args = node.args as unknown[];
-    const pattern =
-      node.op === 'rcall' ? (args[2] as unknown[] | undefined)?.[0] : (args[1] as unknown[] | undefined)?.[1];
-    const literal =
-      typeof pattern === 'object' &&
-      pattern !== null &&
-      (pattern as { op?: unknown }).op === 'value' &&
-      typeof (pattern as { args?: unknown }).args === 'string';
-    if (literal) return true;
-    const pos = (pattern as { pos?: unknown } | undefined)?.pos ?? node.pos;
-    found = typeof pos === 'number' ? pos : 0;
+    const pattern = patternOf(node);
+    if (isStringLiteral(pattern)) return true;
+    found = offsetOf(isAstNode(pattern) && typeof pattern.pos === 'number' ? pattern : node);
     return false;
   });
   return found;
+}
+
+/**
+ * The offset of a node nested deeper than `limit`, or undefined. Iterative, since its purpose is
+ * to stop an expression that the library's recursive checker and evaluator (and the walks here)
+ * would overflow the stack on: cel-js parses a chain of `&&` in a loop, so 5,000 of them parse
+ * fine and nest 5,000 deep.
+ */
+export function findTooDeepNode(ast: ASTNode, limit: number): number | undefined {
+  const pending: [unknown, number][] = [[ast, 0]];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [node, depth] = next;
+    if (Array.isArray(node)) {
+      for (const child of node) pending.push([child, depth]);
+    } else if (isAstNode(node)) {
+      if (depth >= limit) return offsetOf(node);
+      pending.push([node.args, depth + 1]);
+    }
+  }
+  return undefined;
+}
+
+/** A call that a string literal decides, made the same way on every evaluation. */
+export interface LiteralCall {
+  /** A CEL expression making the same call on the literal alone (`''.matches('(')`, `timestamp('nope')`). */
+  readonly expression: string;
+  /** The offset of the literal in the expression it was found in. */
+  readonly offset: number;
+}
+
+const LITERAL_CONVERSIONS = new Set(['timestamp', 'duration']);
+
+/**
+ * The calls whose outcome a string literal decides: the pattern of `matches()`, and
+ * `timestamp('…')`, `duration('…')`. The caller runs each through the library once at load, with
+ * the library's own semantics: a literal that fails there would fail on every evaluation.
+ */
+export function findLiteralCalls(ast: ASTNode): LiteralCall[] {
+  const calls: LiteralCall[] = [];
+  walkCelAst(ast, (node) => {
+    const name = calledFunction(node);
+    if (name === 'matches') {
+      const pattern = patternOf(node);
+      if (isStringLiteral(pattern)) {
+        calls.push({ expression: `''.matches(${literalSource(pattern)})`, offset: offsetOf(pattern) });
+      }
+    } else if (node.op === 'call' && typeof name === 'string' && LITERAL_CONVERSIONS.has(name)) {
+      const callArgs = (node.args as unknown[])[1];
+      const argument = Array.isArray(callArgs) && callArgs.length === 1 ? callArgs[0] : undefined;
+      if (isStringLiteral(argument)) {
+        calls.push({ expression: `${name}(${literalSource(argument)})`, offset: offsetOf(argument) });
+      }
+    }
+    return true;
+  });
+  return calls;
+}
+
+/** A string literal node written back as CEL source, escaped by the library's own serializer. */
+function literalSource(node: CelAstNode): string {
+  return serialize(node as unknown as ASTNode);
 }
 
 const COMPREHENSIONS = new Set(['all', 'exists', 'exists_one', 'map', 'filter']);

@@ -1,12 +1,27 @@
 /**
  * Compiling a CEL expression of a policy: parse, type-check against the gate's environment, and
- * the checks of our own (a condition yields a bool, `matches()` patterns are literals).
+ * the checks of our own (a condition yields a bool, `matches()` patterns are literals, and valid
+ * ones, as are `timestamp()` and `duration()` literals; the tree nests at most
+ * {@link MAX_CEL_DEPTH} deep).
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import type { CelActivation } from './celActivation.js';
-import { collectStringLiterals, findDynamicPattern, hasComprehension } from './celAstChecks.js';
+import {
+  collectStringLiterals,
+  findDynamicPattern,
+  findLiteralCalls,
+  findTooDeepNode,
+  hasComprehension,
+} from './celAstChecks.js';
 import { celEnvironment } from './celEnvironment.js';
 import { celErrorSummary } from './celMessages.js';
+
+/**
+ * How deep an expression's syntax tree may nest. The library checks and evaluates recursively, so
+ * a deeper one could overflow the stack (at load as a baffling type error, or later on a deeper
+ * stack); a policy's conditions come nowhere near it.
+ */
+const MAX_CEL_DEPTH = 200;
 
 /** A compiled CEL expression. */
 export interface CelProgram {
@@ -39,6 +54,14 @@ export function compileCel(source: string, options: { bool: boolean }): CelCompi
   } catch (error) {
     return { ok: false, message: `CEL syntax error: ${celErrorSummary(error)}`, offset: errorOffset(error) };
   }
+  const tooDeep = findTooDeepNode(parsed.ast, MAX_CEL_DEPTH);
+  if (tooDeep !== undefined) {
+    return {
+      ok: false,
+      message: `The expression nests too deeply (at most ${MAX_CEL_DEPTH} levels; each operator of a chain such as a && b && c adds one)`,
+      offset: tooDeep,
+    };
+  }
   // check() also marks the AST as checked, which lets evaluation skip its runtime type pass.
   const checked = parsed.check();
   if (!checked.valid) {
@@ -61,6 +84,17 @@ export function compileCel(source: string, options: { bool: boolean }): CelCompi
         'callers choose a regular expression, and a backtracking one can stall the service',
       offset: dynamicPattern,
     };
+  }
+  for (const call of findLiteralCalls(parsed.ast)) {
+    try {
+      celEnvironment().evaluate(call.expression);
+    } catch (error) {
+      return {
+        ok: false,
+        message: `${celErrorSummary(error)}; this would fail on every evaluation`,
+        offset: call.offset,
+      };
+    }
   }
   return {
     ok: true,

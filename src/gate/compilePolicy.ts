@@ -24,6 +24,7 @@ import {
   policySchema,
 } from './policySchema.js';
 import type { CompiledRequirement } from './requirementChecks.js';
+import { yamlDocumentErrors, yamlDocumentWarnings } from './yamlDocumentProblems.js';
 
 /** Options for {@link compilePolicy}. */
 export interface CompilePolicyOptions {
@@ -35,8 +36,9 @@ export interface CompilePolicyOptions {
  * Compiles a policy from its YAML text (format: see `policySchema.ts`). Every CEL expression is
  * parsed and type-checked here, once.
  *
- * @throws GatehouseError `invalid_request` listing every problem found (YAML syntax, schema,
- *   CEL syntax and types, placeholders, globs), each as `[source:]line:col` plus its field
+ * @throws GatehouseError `invalid_request` listing every problem found (YAML syntax, more than one
+ *   document, nesting, unknown tags, schema, CEL syntax and types, literals that always fail,
+ *   placeholders, globs), each as `[source:]line:col` plus its field
  *   path in `errors[].path` (`actions["payments.*"].rules[0].when`).
  * @example
  * const policy = compilePolicy('version: 1\ndefault_verdict: Block\n', { source: 'policy.yaml' });
@@ -46,15 +48,10 @@ export interface CompilePolicyOptions {
 export function compilePolicy(yamlText: string, options: CompilePolicyOptions = {}): CompiledPolicy {
   const lineCounter = new LineCounter();
   const document = parseDocument(yamlText, { lineCounter, prettyErrors: false, uniqueKeys: true });
-  if (document.errors.length > 0) {
-    // The tree of a document with syntax errors is unreliable: report those alone.
-    const problems = document.errors.map((error) => ({
-      path: [],
-      message: `YAML syntax error: ${error.message}`,
-      offset: error.pos[0],
-    }));
-    throw invalidPolicyError(problems, lineCounter, options.source);
-  }
+  // The tree of a document with syntax errors, or nested too deep to walk, is unreliable: report
+  // those alone.
+  const yamlErrors = yamlDocumentErrors(document);
+  if (yamlErrors.length > 0) throw invalidPolicyError(yamlErrors, lineCounter, options.source);
 
   const locator = new PolicyLocator(document, yamlText);
   let raw: unknown;
@@ -66,9 +63,9 @@ export function compilePolicy(yamlText: string, options: CompilePolicyOptions = 
     throw invalidPolicyError([{ path: [], message, offset: 0 }], lineCounter, options.source);
   }
   const parsed = policySchema.safeParse(raw);
-  const problems: PolicyProblem[] = parsed.success ? [] : problemsFromIssues(parsed.error.issues, locator);
-
+  const problems: PolicyProblem[] = yamlDocumentWarnings(document, yamlText);
   if (!parsed.success) {
+    problems.push(...problemsFromIssues(parsed.error.issues, locator));
     // Still compile every CEL expression found, so one run reports all the problems.
     compileRawRules(raw, locator, problems);
     throw invalidPolicyError(problems, lineCounter, options.source);

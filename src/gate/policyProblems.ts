@@ -122,6 +122,16 @@ export function problemsFromIssues(
     }
     const parent = path.slice(0, -1);
     const field = path[path.length - 1];
+    if (typeof field === 'string' && issue.code === 'invalid_key') {
+      // The key is what is wrong, so point at it (not its value) and say why.
+      const reason = issue.issues[0]?.message;
+      problems.push({
+        path,
+        message: reason === undefined ? issue.message : `Invalid name "${field}": ${reason}`,
+        offset: locator.keyOffsetOf(parent, field),
+      });
+      continue;
+    }
     if (typeof field === 'string' && issue.code === 'invalid_type' && locator.lacksField(parent, field)) {
       problems.push({
         path,
@@ -159,7 +169,14 @@ export function invalidPolicyError(
     return { path, message: `${where}: ${problem.message}` };
   });
   const count = errors.length === 1 ? '1 problem' : `${errors.length} problems`;
-  const title = source === undefined ? 'Invalid policy' : `Invalid policy ${source}`;
+  // A source that already says "policy" ("policy" for a PUT body, "default policy") is not
+  // repeated after the word: "Invalid policy (…)", "Invalid default policy (…)".
+  const title =
+    source === undefined
+      ? 'Invalid policy'
+      : /(^|\s)policy$/.test(source)
+        ? `Invalid ${source}`
+        : `Invalid policy ${source}`;
   return new GatehouseError('invalid_request', `${title} (${count}):\n${lines.join('\n')}`, { errors });
 }
 

@@ -1,9 +1,9 @@
 /**
  * # The policy file
  *
- * A policy is one YAML document. Every field is optional except `version`; unknown fields are
- * errors (a typo never silently disables a rule). Errors name the file, `line:col` and the field
- * path, all at once.
+ * A policy is one YAML document, without unknown tags, nesting at most 64 levels. Every field is
+ * optional except `version`; unknown fields are errors (a typo never silently disables a rule), and
+ * so is a `__proto__` key anywhere. Errors name the file, `line:col` and the field path, all at once.
  *
  * ```yaml
  * version: 1                        # required; the format version
@@ -77,7 +77,9 @@
  *
  * Reading an absent map key (`params.missing`, `state['no.such']`) is an error, never false:
  * guard with `has(params.x)` or `'k.k' in state`. Expressions are type-checked at load (unknown
- * variables, unknown state fields, wrong operand types and a non-bool result are load errors).
+ * variables, unknown state fields, wrong operand types and a non-bool result are load errors, as
+ * are a `matches()` pattern, `timestamp()` or `duration()` literal that would fail on every
+ * evaluation, and nesting deeper than 200 levels).
  * A rule whose `when` is true adds its verdict with its `name` as the reason's rule. A rule that
  * fails at evaluation (or yields a non-bool) gives its `on_error` verdict with rule `policy_error`
  * (`on_error: Allow` ignores the failure).
@@ -223,6 +225,47 @@ export const actionPolicySchema = z.strictObject({
   rules: z.array(ruleSchema).default([]),
 });
 
+/**
+ * A map whose keys the author chooses (`sources`, `actions`). zod's record rebuilds the object and
+ * keeps one entry per parsed key, so an entry could vanish without a word (and the revision with
+ * it): a `__proto__` key, which the yaml library keeps as an own key and zod skips, and a key that
+ * parses to another's (`" a.b"` and `"a.b"` once trimmed). So the raw map is checked first; a
+ * strict object already reports a `__proto__` key as an unknown field.
+ */
+function authorKeyedRecord<K extends z.core.$ZodRecordKey, V extends z.core.SomeType>(
+  noun: string,
+  key: K,
+  value: V,
+) {
+  return z
+    .unknown()
+    .superRefine((map, ctx) => {
+      if (!isRecord(map)) return;
+      const refuse = (rawKey: string, message: string) =>
+        ctx.addIssue({
+          code: 'invalid_key',
+          origin: 'record',
+          issues: [],
+          input: rawKey,
+          path: [rawKey],
+          message,
+        });
+      const firstWritten = new Map<unknown, string>();
+      for (const rawKey of Object.keys(map)) {
+        if (rawKey === '__proto__') {
+          refuse(rawKey, `"__proto__" is not allowed as ${/^[aeiou]/.test(noun) ? 'an' : 'a'} ${noun}`);
+          continue;
+        }
+        const parsed = z.safeParse(key, rawKey);
+        if (!parsed.success) continue; // the record reports it, if nothing here did
+        const first = firstWritten.get(parsed.data);
+        if (first === undefined) firstWritten.set(parsed.data, rawKey);
+        else refuse(rawKey, `"${rawKey}" and "${first}" are the same ${noun} once trimmed`);
+      }
+    })
+    .pipe(z.record(key, value));
+}
+
 const policyObjectSchema = z.strictObject({
   version: z.literal(1, { error: 'The policy format version must be 1' }),
   default_verdict: verdictSchema.default('Allow'),
@@ -230,13 +273,17 @@ const policyObjectSchema = z.strictObject({
     .array(nameSchema)
     .min(1)
     .default([...DEFAULT_TYPES]),
-  sources: z.record(nameSchema, z.number().int().min(0)).default({ ...DEFAULT_SOURCES }),
+  sources: authorKeyedRecord('source name', nameSchema, z.number().int().min(0)).default({
+    ...DEFAULT_SOURCES,
+  }),
   low_trust_below: z.number().int().min(0).default(DEFAULT_LOW_TRUST_BELOW),
   open_conflicts: verdictSchema.default('Warn'),
   rules: z.array(ruleSchema).default([]),
-  actions: z
-    .record(z.string().trim().min(1, 'An action pattern cannot be empty'), actionPolicySchema)
-    .default({}),
+  actions: authorKeyedRecord(
+    'action pattern',
+    z.string().trim().min(1, 'An action pattern cannot be empty'),
+    actionPolicySchema,
+  ).default({}),
 });
 
 /**

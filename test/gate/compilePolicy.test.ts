@@ -262,6 +262,122 @@ rules:
   });
 });
 
+describe('compilePolicy: what would otherwise vanish or fail later', () => {
+  const RULE = '{ name: r, when: "true", verdict: Block }';
+
+  it('refuses a __proto__ action pattern or source name at its key, instead of dropping it', () => {
+    const action = compileError(`version: 1\nactions:\n  __proto__:\n    rules: [${RULE}]\n`, 'p.yaml');
+    expect(action.errors).toEqual([
+      { path: 'actions.__proto__', message: 'p.yaml:3:3: "__proto__" is not allowed as an action pattern' },
+    ]);
+    const source = compileError('version: 1\nsources: { __proto__: 5, user_input: 3 }\n');
+    expect(source.errors).toEqual([
+      { path: 'sources.__proto__', message: '2:12: "__proto__" is not allowed as a source name' },
+    ]);
+  });
+
+  it('refuses two action patterns that are one once trimmed, instead of keeping only the last', () => {
+    const error = compileError(
+      `version: 1\nactions:\n  "a.b": { rules: [${RULE}] }\n  " a.b": { rules: [${RULE}] }\n`,
+    );
+    expect(error.errors).toEqual([
+      { path: 'actions[" a.b"]', message: '4:3: " a.b" and "a.b" are the same action pattern once trimmed' },
+    ]);
+  });
+
+  it('points an invalid source name at the key and says why', () => {
+    expect(compileError('version: 1\nsources: { Admin: 5, user_input: 3 }\n').errors).toEqual([
+      {
+        path: 'sources.Admin',
+        message:
+          '2:12: Invalid name "Admin": Must be lower-case letters, digits and _, starting with a letter',
+      },
+    ]);
+  });
+
+  it('refuses a matches() pattern, timestamp or duration literal that fails on every evaluation', () => {
+    const error = compileError(`version: 1
+rules:
+  - { name: a, when: "action.matches('(')", verdict: Block }
+  - { name: b, when: "action.matches('[')", verdict: Block, on_error: Allow }
+  - { name: c, when: "timestamp('nope') < now", verdict: Block }
+  - { name: d, when: "now - state['k.k'].updated_at > duration('1 day')", verdict: Warn }
+  - { name: e, when: "action.matches('^a+$') && timestamp('2025-01-06T12:00:00Z') < now", verdict: Warn }
+`);
+    expect(error.errors.map((e) => [e.path, e.message])).toEqual([
+      ['rules[0].when', '3:38: Invalid regular expression: (; this would fail on every evaluation'],
+      ['rules[1].when', '4:38: Invalid regular expression: [; this would fail on every evaluation'],
+      [
+        'rules[2].when',
+        '5:33: timestamp() requires a string in ISO 8601 format; this would fail on every evaluation',
+      ],
+      ['rules[3].when', '6:64: Invalid duration string: 1 day; this would fail on every evaluation'],
+    ]);
+  });
+
+  it('reports an expression nested too deeply once, in words', () => {
+    const chain = Array(5000).fill('true').join(' && ');
+    const error = compileError(`version: 1\nrules: [{ name: r, when: "${chain}", verdict: Block }]\n`);
+    expect(error.errors).toEqual([
+      {
+        path: 'rules[0].when',
+        message: expect.stringMatching(/^2:\d+: The expression nests too deeply \(at most 200 levels/),
+      },
+    ]);
+    // A long chain within the limit still loads.
+    const fine = Array(150).fill('true').join(' && ');
+    expect(
+      compilePolicy(`version: 1\nrules: [{ name: r, when: "${fine}", verdict: Block }]\n`).rules,
+    ).toHaveLength(1);
+  });
+
+  it('reports YAML nested too deeply once, however deep and wherever on the stack it loads', () => {
+    const nested = (depth: number) => `version: 1\nx: ${'['.repeat(depth)}${']'.repeat(depth)}\n`;
+    // The parser overflows the stack on the deep one, at a place that depends on the stack left.
+    const atStackDepth = (frames: number, run: () => GatehouseError): GatehouseError =>
+      frames === 0 ? run() : atStackDepth(frames - 1, run);
+    for (const [depth, frames] of [
+      [64, 0],
+      [5000, 0],
+      [5000, 500],
+      [5000, 1000],
+    ] as const) {
+      expect(atStackDepth(frames, () => compileError(nested(depth))).errors).toEqual([
+        {
+          path: '',
+          message: expect.stringMatching(/^2:\d+: The YAML nests too deeply \(at most 64 levels\)$/),
+        },
+      ]);
+    }
+    expect(compileError(nested(63)).errors[0]?.path).toBe('x');
+  });
+
+  it('says a policy is one YAML document', () => {
+    expect(compileError('version: 1\n---\nversion: 1\n').errors).toEqual([
+      { path: '', message: '2:1: A policy is one YAML document; this text holds another one from here' },
+    ]);
+  });
+
+  it('refuses an unknown YAML tag, reported with the other problems', () => {
+    const error = compileError(
+      'version: 1\ndefault_verdict: !foo Allow\nrules: [{ name: x, when: "true", verdict: Stop }]\n',
+    );
+    expect(error.errors).toEqual([
+      { path: '', message: '2:18: Unknown YAML tag !foo' },
+      { path: 'rules[0].verdict', message: expect.stringContaining('3:43: Invalid option') },
+    ]);
+  });
+
+  it('does not repeat the word policy in the title', () => {
+    expect(compileError('version: 2\n', 'policy').message).toMatch(
+      /^Invalid policy \(1 problem\):\n {2}policy:1:10: /,
+    );
+    expect(compileError('version: 2\n', 'default policy').message).toMatch(
+      /^Invalid default policy \(1 problem\)/,
+    );
+  });
+});
+
 describe('loadPolicyFile', () => {
   it('compiles a policy file, prefixing error positions with its path', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'gatehouse-policy-'));
