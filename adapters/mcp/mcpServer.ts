@@ -3,16 +3,18 @@
  * same core function as the matching HTTP route. Transport-agnostic; `runStdioServer` and
  * `createMcpHttpHandler` connect it.
  */
-import { readFileSync } from 'node:fs';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Logger } from 'pino';
 import {
   type CallContext,
   type Gatehouse,
+  packageVersion,
   parseInput,
   type Scope,
   SessionIdSchema,
 } from '../../src/index.js';
+import { screenIncomingRequests } from './requestScreen.js';
 import { registerSessionResources } from './sessionResources.js';
 import { GATEHOUSE_TOOLS } from './tools/index.js';
 import type { CallTracker, ToolEnvironment } from './tools/toolEnvironment.js';
@@ -55,27 +57,16 @@ export interface CreateMcpServerOptions {
   onToolCall?: CallTracker;
 }
 
-let cachedVersion: string | undefined;
-
-/** The package version, for `serverInfo` (found from both the sources and `dist/`). */
-function packageVersion(): string {
-  if (cachedVersion !== undefined) return cachedVersion;
-  cachedVersion = '0.0.0';
-  for (const path of ['../../package.json', '../../../package.json']) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as {
-        name?: string;
-        version?: string;
-      };
-      if (pkg.name === 'gatehouse' && typeof pkg.version === 'string') {
-        cachedVersion = pkg.version;
-        break;
-      }
-    } catch {
-      // Not at this depth: try the next one.
-    }
+/**
+ * An `McpServer` that screens each transport it connects to (`./requestScreen.ts`), so requests
+ * the SDK would answer wrongly (malformed params as -32603, prototype names as disabled tools)
+ * get the right answer whatever the transport: stdio, Streamable HTTP, or one a caller brings.
+ */
+class ScreenedMcpServer extends McpServer {
+  override async connect(transport: Transport): Promise<void> {
+    screenIncomingRequests(transport);
+    await super.connect(transport);
   }
-  return cachedVersion;
 }
 
 const INSTRUCTIONS =
@@ -87,7 +78,8 @@ const INSTRUCTIONS =
  * Creates an MCP server exposing Gatehouse: the tools of {@link GATEHOUSE_TOOLS} (`record_state`,
  * `evaluate_gate`, `read_history`, `list_state`, `resolve_conflict`, `wait_for_approval`) and the resources
  * `gatehouse://sessions/{session_id}/state` and `gatehouse://sessions/{session_id}/decisions`.
- * Connect it to one transport.
+ * Connect it to one transport; requests with malformed params get -32602 (Invalid params) with a
+ * one-line message on every transport.
  * @throws {GatehouseError} `invalid_request` when `defaultSessionId` is not a valid session ID
  * @example
  * const server = createMcpServer({ gatehouse, defaultSessionId: 's1' });
@@ -112,7 +104,7 @@ export function createMcpServer(options: CreateMcpServerOptions): McpServer {
     logger: options.logger,
     onToolCall: options.onToolCall,
   };
-  const server = new McpServer(
+  const server = new ScreenedMcpServer(
     { name: 'gatehouse', version: packageVersion() },
     { instructions: INSTRUCTIONS },
   );
