@@ -79,6 +79,7 @@ export {
   replayDecisions,
 } from './lifecycle/replayDecisions.js';
 export { compareOutcomes, type DecisionOutcome, firedRules } from './lifecycle/replayReport.js';
+export { packageVersion } from './packageVersion.js';
 export {
   type Clock,
   createIdGenerator,

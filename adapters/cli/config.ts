@@ -4,20 +4,24 @@
 import { GatehouseError } from '../../src/index.js';
 import { createHostOriginCheck } from '../mcp/index.js';
 
-/** Everything `gatehouse serve` and `gatehouse mcp` need to open a Gatehouse. */
-export interface ServiceConfig {
+/** Where the database is: what every command that opens it reads. */
+export interface StoreConfig {
   /** SQLite file. @default .gatehouse/gatehouse.db (env GATEHOUSE_DB) */
   database: string;
   /** PostgreSQL URL; when set, SQLite is not used. (env DATABASE_URL) */
   databaseUrl: string | undefined;
   /** PostgreSQL schema. @default public (env GATEHOUSE_DB_SCHEMA) */
   databaseSchema: string | undefined;
+  /** SQLite durability. @default normal (env GATEHOUSE_DURABILITY) */
+  durability: 'normal' | 'full';
+}
+
+/** Everything `gatehouse serve` and `gatehouse mcp` need to open a Gatehouse. */
+export interface ServiceConfig extends StoreConfig {
   /** Policy file; the built-in policy when unset. (env GATEHOUSE_POLICY) */
   policy: string | undefined;
   /** Redis URL for shared TTL data. (env REDIS_URL) */
   redisUrl: string | undefined;
-  /** SQLite durability. @default normal (env GATEHOUSE_DURABILITY) */
-  durability: 'normal' | 'full';
   /** Log level. @default info (env GATEHOUSE_LOG_LEVEL) */
   logLevel: string;
 }
@@ -71,7 +75,7 @@ function integer(value: string | undefined, name: string, fallback: number, min 
 }
 
 /** A comma-separated list; `undefined` when not given. */
-function list(value: string | undefined): string[] | undefined {
+export function list(value: string | undefined): string[] | undefined {
   if (value === undefined) return undefined;
   return value
     .split(',')
@@ -95,8 +99,8 @@ function checkedList(
   return entries;
 }
 
-/** Reads the shared options. */
-export function readServiceConfig(flags: Flags): ServiceConfig {
+/** Reads where the database is (the flags every command that opens it takes). */
+export function readStoreConfig(flags: Flags): StoreConfig {
   const durability = flagOrEnv(flags, 'durability', 'GATEHOUSE_DURABILITY') ?? 'normal';
   if (durability !== 'normal' && durability !== 'full') {
     throw new GatehouseError(
@@ -108,9 +112,16 @@ export function readServiceConfig(flags: Flags): ServiceConfig {
     database: flagOrEnv(flags, 'database', 'GATEHOUSE_DB') ?? '.gatehouse/gatehouse.db',
     databaseUrl: flagOrEnv(flags, 'databaseUrl', 'DATABASE_URL'),
     databaseSchema: flagOrEnv(flags, 'databaseSchema', 'GATEHOUSE_DB_SCHEMA'),
+    durability,
+  };
+}
+
+/** Reads the options of the commands that run a policy (`serve`, `mcp`, `keys create`, `policy history`). */
+export function readServiceConfig(flags: Flags): ServiceConfig {
+  return {
+    ...readStoreConfig(flags),
     policy: flagOrEnv(flags, 'policy', 'GATEHOUSE_POLICY'),
     redisUrl: flagOrEnv(flags, 'redisUrl', 'REDIS_URL'),
-    durability,
     logLevel: flagOrEnv(flags, 'logLevel', 'GATEHOUSE_LOG_LEVEL') ?? 'info',
   };
 }
@@ -144,4 +155,27 @@ export function readServeConfig(flags: Flags): ServeConfig {
       (allowedOrigins) => createHostOriginCheck({ allowedOrigins }),
     ),
   };
+}
+
+/**
+ * A comma-separated flag value whose entries must each be one of `allowed`.
+ * @throws {GatehouseError} `invalid_request` naming the flag, every unknown entry and the allowed ones
+ * @example
+ * listOfChoices('admin,bogus', { flag: '--scopes', noun: 'scope', allowed: SCOPES });
+ * // throws "--scopes: unknown scope 'bogus'; allowed: admin, …"
+ */
+export function listOfChoices(
+  value: string,
+  options: { flag: string; noun: string; allowed: readonly string[] },
+): string[] {
+  const entries = list(value) ?? [];
+  const unknown = entries.filter((entry) => !options.allowed.includes(entry));
+  if (unknown.length > 0) {
+    const nouns = unknown.length === 1 ? options.noun : `${options.noun}s`;
+    throw new GatehouseError(
+      'invalid_request',
+      `${options.flag}: unknown ${nouns} ${unknown.map((u) => `'${u}'`).join(', ')}; allowed: ${options.allowed.join(', ')}.`,
+    );
+  }
+  return entries;
 }

@@ -17,7 +17,7 @@ import {
   type DumpRecord,
   EVENT_TYPES,
   type HistoryEvent,
-  isGatehouseError,
+  packageVersion,
   SCOPES,
   type Scope,
   summarizeEvent,
@@ -25,7 +25,8 @@ import {
 } from '../../src/index.js';
 import { DEFAULT_MCP_SOURCES, runStdioServer } from '../mcp/index.js';
 import { registerApprovalsCommands } from './approvalsCommand.js';
-import { readServeConfig, readServiceConfig } from './config.js';
+import { list, listOfChoices, readServeConfig, readServiceConfig, readStoreConfig } from './config.js';
+import { CLOSED_PIPE_STATUS, errorMessage, isClosedPipe, stopWhenReaderGoes } from './errorOutput.js';
 import { openGatehouse, openStore, policyOriginOf } from './openService.js';
 import { registerPolicyCommands } from './policyCommands.js';
 import { banner, startService } from './serve.js';
@@ -41,18 +42,35 @@ const program = new Command();
 program
   .name('gatehouse')
   .description('Governed state and an action gate for AI agents.')
+  .version(packageVersion(), '-V, --version', 'print the version')
   .showHelpAfterError('(run with --help for usage)');
 
+/** The database flags, for every command that opens the database. */
 function storeOptions(cmd: Command): Command {
   return cmd
     .option('--database <file>', 'SQLite file (env GATEHOUSE_DB)', undefined)
     .option('--database-url <url>', 'PostgreSQL URL instead of SQLite (env DATABASE_URL)')
-    .option('--database-schema <name>', 'PostgreSQL schema (env GATEHOUSE_DB_SCHEMA)', undefined)
-    .option('--policy <file>', 'policy YAML file (env GATEHOUSE_POLICY); the built-in policy when unset')
-    .option('--log-level <level>', 'fatal, error, warn, info, debug (env GATEHOUSE_LOG_LEVEL)');
+    .option('--database-schema <name>', 'PostgreSQL schema (env GATEHOUSE_DB_SCHEMA)', undefined);
 }
 
-storeOptions(program.command('serve'))
+/** `--policy`, for the commands that use the instance policy. */
+function policyOption(cmd: Command, use = ''): Command {
+  return cmd.option(
+    '--policy <file>',
+    `policy YAML file${use} (env GATEHOUSE_POLICY); the built-in policy when unset`,
+  );
+}
+
+/** What `serve` and `mcp` share: the database, the policy and the log. */
+function serviceOptions(cmd: Command): Command {
+  return policyOption(storeOptions(cmd)).option(
+    '--log-level <level>',
+    'fatal, error, warn, info, debug (env GATEHOUSE_LOG_LEVEL)',
+  );
+}
+
+const serve = serviceOptions(program.command('serve'));
+serve
   .description(
     'run the /v1 HTTP API, /mcp and the webhook sender (default 127.0.0.1:8787, SQLite .gatehouse/gatehouse.db)',
   )
@@ -92,7 +110,10 @@ storeOptions(program.command('serve'))
         .close()
         .then(() => telemetry?.shutdown())
         .then(
-          () => process.exit(0),
+          () => {
+            process.stdout.write('Gatehouse stopped.\n');
+            process.exit(0);
+          },
           (err: unknown) => {
             log.error({ err }, 'shutdown failed');
             process.exit(1);
@@ -106,7 +127,8 @@ storeOptions(program.command('serve'))
     process.stdout.write(`${banner(service, config)}\n`);
   });
 
-storeOptions(program.command('mcp'))
+const mcp = serviceOptions(program.command('mcp'));
+mcp
   .description('run the MCP server over stdio (stdout carries only the protocol; logs go to stderr)')
   .option('--session <id>', 'default session_id for tools called without one')
   .option(
@@ -117,14 +139,8 @@ storeOptions(program.command('mcp'))
     const config = readServiceConfig(flags);
     const log = pino({ level: config.logLevel }, pino.destination(2));
     const telemetry = await startTelemetry({ logger: log, stdoutIsProtocol: true });
-    const gatehouse = await openGatehouse(config, { policyOrigin: policyOriginOf(config) });
-    const sources =
-      typeof flags.sources === 'string'
-        ? flags.sources
-            .split(',')
-            .map((s: string) => s.trim())
-            .filter(Boolean)
-        : undefined;
+    const gatehouse = await openGatehouse(config, { policyOrigin: policyOriginOf(config) }, { create: true });
+    const sources = list(flags.sources);
     await runStdioServer({
       gatehouse,
       ...(flags.session ? { defaultSessionId: flags.session as string } : {}),
@@ -135,12 +151,16 @@ storeOptions(program.command('mcp'))
   });
 
 const keys = program.command('keys').description('manage API keys');
-storeOptions(keys.command('create'))
-  .description('create an API key (printed once)')
+policyOption(storeOptions(keys.command('create')), ' whose sources --sources may name')
+  .description('create an API key (printed once); creates the database when there is none yet')
   .option('--tenant <id>', 'tenant the key belongs to', 'default')
-  .option('--name <name>', 'a label', 'key')
+  .option('--name <name>', 'what to call the key: shown by `keys list` and GET /v1/me', 'key')
   .option('--scopes <list>', `comma-separated: ${SCOPES.join(', ')}`, 'admin')
-  .option('--sources <list>', 'comma-separated sources the key may write', DEFAULT_KEY_SOURCES.join(','))
+  .option(
+    '--sources <list>',
+    "comma-separated sources the key may write, each defined by the tenant's policy",
+    DEFAULT_KEY_SOURCES.join(','),
+  )
   .option(
     '--label <label>',
     'a label policy approvers can name (repeat for several)',
@@ -148,14 +168,17 @@ storeOptions(keys.command('create'))
     [] as string[],
   )
   .action(async (flags) => {
-    const scopes = String(flags.scopes)
-      .split(',')
-      .map((s) => s.trim());
-    const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
-    if (unknown.length > 0)
-      throw new Error(`Unknown scope(s): ${unknown.join(', ')}; allowed: ${SCOPES.join(', ')}.`);
-    const store = await openStore(readServiceConfig(flags));
+    const scopes = listOfChoices(String(flags.scopes), { flag: '--scopes', noun: 'scope', allowed: SCOPES });
+    const gatehouse = await openGatehouse(readServiceConfig(flags), {}, { create: true });
+    const store = gatehouse.store;
     try {
+      // Each write the key makes is checked against the tenant's policy: it may name only its sources.
+      const { source } = await gatehouse.getActivePolicy({ tenantId: flags.tenant as string });
+      const sources = listOfChoices(String(flags.sources), {
+        flag: '--sources',
+        noun: 'source',
+        allowed: Object.keys(compilePolicy(source).sources),
+      });
       const { secret, key } = await createApiKey(
         store,
         { ids: createIdGenerator(), randomBytes: systemRandomBytes, now: new Date() },
@@ -163,10 +186,7 @@ storeOptions(keys.command('create'))
           tenantId: flags.tenant,
           name: flags.name,
           scopes: scopes as Scope[],
-          sources: String(flags.sources)
-            .split(',')
-            .map((s) => s.trim())
-            .filter(Boolean),
+          sources,
           labels: flags.label as string[],
         },
       );
@@ -182,7 +202,7 @@ storeOptions(keys.command('list'))
   .description('list API keys (never their secrets)')
   .option('--tenant <id>', 'only this tenant')
   .action(async (flags) => {
-    const store = await openStore(readServiceConfig(flags));
+    const store = await openStore(readStoreConfig(flags));
     try {
       const rows = await store.listApiKeys(flags.tenant);
       for (const k of rows) {
@@ -199,7 +219,7 @@ storeOptions(keys.command('revoke'))
   .description('revoke an API key by id')
   .argument('<id>', 'key id (key_…)')
   .action(async (id: string, flags) => {
-    const store = await openStore(readServiceConfig(flags));
+    const store = await openStore(readStoreConfig(flags));
     try {
       if (!(await store.revokeApiKey(id, new Date().toISOString()))) {
         throw new Error(`No active key ${id}.`);
@@ -224,7 +244,7 @@ storeOptions(program.command('history'))
   .option('--json', 'one JSON event per line')
   .option('--follow', 'keep printing new events (Ctrl-C to stop)')
   .action(async (flags) => {
-    const gatehouse = await openGatehouse(readServiceConfig(flags));
+    const gatehouse = await openGatehouse(readStoreConfig(flags));
     const ctx = { tenantId: flags.tenant as string };
     const print = (e: HistoryEvent) =>
       process.stdout.write(`${flags.json ? JSON.stringify(e) : formatEvent(e)}\n`);
@@ -257,7 +277,7 @@ storeOptions(program.command('verify'))
   .description("recompute the history's hash chain; exit 1 when it is broken")
   .option('--tenant <id>', 'only this tenant (default: every tenant)')
   .action(async (flags) => {
-    const gatehouse = await openGatehouse(readServiceConfig(flags));
+    const gatehouse = await openGatehouse(readStoreConfig(flags));
     try {
       const tenants = flags.tenant ? [flags.tenant as string] : await gatehouse.store.listTenants();
       let ok = true;
@@ -281,7 +301,7 @@ storeOptions(program.command('export'))
   .description('write every row of the database as JSON lines (to move it, e.g. SQLite → PostgreSQL)')
   .option('--output <file>', 'write here instead of stdout')
   .action(async (flags) => {
-    const store = await openStore(readServiceConfig(flags));
+    const store = await openStore(readStoreConfig(flags));
     const out = flags.output ? createWriteStream(flags.output as string) : process.stdout;
     let count = 0;
     try {
@@ -300,7 +320,7 @@ storeOptions(program.command('import'))
   .description('load a file written by `gatehouse export` into a new, empty database, then verify it')
   .argument('<file>', 'JSON lines from `gatehouse export` (- for stdin)')
   .action(async (file: string, flags) => {
-    const gatehouse = await openGatehouse(readServiceConfig(flags));
+    const gatehouse = await openGatehouse(readStoreConfig(flags), {}, { create: true });
     try {
       async function* records() {
         // Created only when the store starts reading: readline drops lines emitted before iteration.
@@ -350,14 +370,16 @@ policy
     process.stdout.write(DEFAULT_POLICY_YAML);
   });
 
-registerPolicyCommands(policy, storeOptions);
+registerPolicyCommands(policy, { storeOptions, policyOption });
+
+// A command that prints a report stops at once, quietly, when its reader goes away
+// (`gatehouse export | head`). `serve` and `mcp` keep running: mcp ends its session its own way.
+program.hook('preAction', (_program, command) => {
+  if (command !== serve && command !== mcp) process.stdout.on('error', stopWhenReaderGoes);
+});
 
 program.parseAsync(process.argv).catch((error: unknown) => {
-  const message = isGatehouseError(error)
-    ? `${error.message}${error.errors.length > 1 ? `\n${error.errors.map((e) => `  - ${e.path}: ${e.message}`).join('\n')}` : ''}`
-    : error instanceof Error
-      ? error.message
-      : String(error);
-  process.stderr.write(`gatehouse: ${message}\n`);
+  if (isClosedPipe(error)) process.exit(CLOSED_PIPE_STATUS);
+  process.stderr.write(`gatehouse: ${errorMessage(error)}\n`);
   process.exitCode = 1;
 });

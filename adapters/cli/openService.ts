@@ -2,21 +2,36 @@
  * Opens the store and the policy a configuration names, and builds the core on them. Shared by
  * every command, so `serve`, `mcp`, `keys` and `history` see the same database the same way.
  */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import {
   type CompiledPolicy,
   createGatehouse,
   defaultPolicy,
   type Gatehouse,
+  GatehouseError,
   type GatehouseOptions,
   loadPolicyFile,
   type Store,
 } from '../../src/index.js';
-import type { ServiceConfig } from './config.js';
+import type { ServiceConfig, StoreConfig } from './config.js';
 
-/** Opens the configured store: PostgreSQL when a URL is given, else the SQLite file. */
-export async function openStore(
-  config: Pick<ServiceConfig, 'database' | 'databaseUrl' | 'databaseSchema' | 'durability'>,
-): Promise<Store> {
+/** How a command opens the store. */
+export interface OpenStoreOptions {
+  /**
+   * Create a missing SQLite file (and its folder), as `serve`, `mcp`, `keys create` and `import`
+   * do. Other commands only work on a database that exists: they refuse a missing file, so a
+   * mistyped path is an error rather than a new, empty database.
+   * @default false
+   */
+  create?: boolean;
+}
+
+/**
+ * Opens the configured store: PostgreSQL when a URL is given, else the SQLite file.
+ * @throws {GatehouseError} `not_found` for a missing SQLite file, unless `options.create`
+ */
+export async function openStore(config: StoreConfig, options: OpenStoreOptions = {}): Promise<Store> {
   if (config.databaseUrl) {
     const { openPostgresStore } = await import('../postgres/index.js');
     return openPostgresStore({
@@ -24,12 +39,18 @@ export async function openStore(
       ...(config.databaseSchema ? { schema: config.databaseSchema } : {}),
     });
   }
+  if (!options.create && config.database !== ':memory:' && !existsSync(config.database)) {
+    throw new GatehouseError(
+      'not_found',
+      `No database at ${resolve(config.database)} (check --database or GATEHOUSE_DB; \`gatehouse serve\` creates one).`,
+    );
+  }
   const { openSqliteStore } = await import('../sqlite/index.js');
   return openSqliteStore({ filename: config.database, durability: config.durability });
 }
 
 /** Loads the configured policy, or the built-in one. Fails closed: a bad file throws. */
-export async function loadPolicy(config: Pick<ServiceConfig, 'policy'>): Promise<CompiledPolicy> {
+export async function loadPolicy(config: Partial<Pick<ServiceConfig, 'policy'>>): Promise<CompiledPolicy> {
   return config.policy ? loadPolicyFile(config.policy) : defaultPolicy();
 }
 
@@ -41,18 +62,22 @@ export function policyOriginOf(config: Pick<ServiceConfig, 'policy'>): 'file' | 
   return config.policy ? 'file' : 'builtin';
 }
 
-/** Opens store and policy and creates the core. */
+/**
+ * Opens store and policy and creates the core; without `config.policy`, the built-in policy.
+ * @throws {GatehouseError} as {@link openStore} and {@link loadPolicy} do
+ */
 export async function openGatehouse(
-  config: ServiceConfig,
+  config: StoreConfig & Partial<Pick<ServiceConfig, 'policy'>>,
   extra: Omit<GatehouseOptions, 'store' | 'policy'> = {},
+  options: OpenStoreOptions = {},
 ): Promise<Gatehouse> {
   const policy = await loadPolicy(config);
-  const store = await openStore(config);
+  const store = await openStore(config, options);
   return createGatehouse({ ...extra, store, policy });
 }
 
 /** Where a store lives, for messages (never prints a password). */
-export function describeStore(config: Pick<ServiceConfig, 'database' | 'databaseUrl'>): string {
+export function describeStore(config: Pick<StoreConfig, 'database' | 'databaseUrl'>): string {
   if (!config.databaseUrl) return `SQLite ${config.database}`;
   try {
     const url = new URL(config.databaseUrl);

@@ -13,7 +13,7 @@ import {
   parsePolicyTestFile,
   runPolicyTests,
 } from '../../src/index.js';
-import { readServiceConfig } from './config.js';
+import { readServiceConfig, readStoreConfig } from './config.js';
 import { openGatehouse } from './openService.js';
 import { formatReplay, formatTestRun, formatTestRunJunit } from './policyReports.js';
 
@@ -34,6 +34,17 @@ function readFile(file: string): string {
       `Cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
     );
   }
+}
+
+/** What the text report says when no test file was given or found. */
+function whereTestsGo(policyFile: string, builtin: boolean): string {
+  if (builtin) {
+    return `pass test files after '${BUILTIN}' (the repository's examples/policies/builtin.test.yaml tests it).`;
+  }
+  const sibling = policyFile.replace(/\.ya?ml$/, '.test.yaml');
+  return sibling === policyFile
+    ? 'pass test files after the policy.'
+    : `pass test files after the policy, or put ${sibling} next to it.`;
 }
 
 /** `7d`, `12h`, `30m` before now, or an ISO 8601 time. */
@@ -58,13 +69,21 @@ function positiveInteger(value: string, flag: string): number {
   return parsed;
 }
 
-/** Adds the lifecycle commands to `gatehouse policy`; `storeOptions` adds the database flags. */
-export function registerPolicyCommands(policy: Command, storeOptions: (cmd: Command) => Command): void {
-  storeOptions(policy.command('history'))
+/** How `main` declares the flags shared with other commands. */
+export interface SharedOptions {
+  /** Adds the database flags. */
+  storeOptions(cmd: Command): Command;
+  /** Adds `--policy`, saying what the command uses it for. */
+  policyOption(cmd: Command, use?: string): Command;
+}
+
+/** Adds the lifecycle commands to `gatehouse policy`. */
+export function registerPolicyCommands(policy: Command, { storeOptions, policyOption }: SharedOptions): void {
+  policyOption(storeOptions(policy.command('history')), ' in force where no activation is recorded')
     .description('list policy activations, newest first (the active one marked)')
     .option('--tenant <id>', 'tenant', 'default')
     .option('--limit <n>', 'how many', '20')
-    .option('--json', 'one JSON event per line')
+    .option('--json', 'one JSON line per activation (its policy.activated history event), newest first')
     .action(async (flags) => {
       const gatehouse = await openGatehouse(readServiceConfig(flags));
       const ctx = { tenantId: flags.tenant as string };
@@ -117,13 +136,14 @@ export function registerPolicyCommands(policy: Command, storeOptions: (cmd: Comm
       const files = paths.map((path) => parsePolicyTestFile(readFile(path), { path }));
       const { openSqliteStore } = await import('../sqlite/index.js');
       const run = await runPolicyTests({ policy: compiled, files, openStore: () => openSqliteStore() });
-      const name = policyFile === BUILTIN && !existsSync(policyFile) ? 'built-in' : policyFile;
+      const builtin = policyFile === BUILTIN && !existsSync(policyFile);
+      const name = builtin ? 'built-in' : policyFile;
       process.stdout.write(
         flags.format === 'json'
           ? `${JSON.stringify(run, null, 2)}\n`
           : flags.format === 'junit'
             ? formatTestRunJunit(run)
-            : formatTestRun(run, name),
+            : formatTestRun(run, { policyName: name, whereTestsGo: whereTestsGo(policyFile, builtin) }),
       );
       if (run.totals.failed > 0) process.exitCode = 1;
       if (run.totals.cases === 0 && flags.failOnEmpty) {
@@ -133,8 +153,13 @@ export function registerPolicyCommands(policy: Command, storeOptions: (cmd: Comm
     });
 
   storeOptions(policy.command('replay'))
-    .description('re-evaluate recorded decisions against a candidate policy and report what would change')
-    .argument('<candidate>', `policy YAML file, '${BUILTIN}', or a stored revision (64 hex digits)`)
+    .description(
+      'try a candidate policy on the recorded decisions (as each was made) and report what would change',
+    )
+    .argument(
+      '<candidate>',
+      `the policy to try: a YAML file, '${BUILTIN}', or a stored revision (64 hex digits)`,
+    )
     .option('--tenant <id>', 'tenant', 'default')
     .option('--since <time>', 'only decisions at or after: ISO 8601, or 7d / 12h / 30m ago')
     .option('--until <time>', 'only decisions before: ISO 8601, or 7d / 12h / 30m ago')
@@ -145,7 +170,7 @@ export function registerPolicyCommands(policy: Command, storeOptions: (cmd: Comm
     .option('--examples <n>', 'changed decisions to show', '10')
     .option('--json', 'the report as JSON')
     .action(async (candidate: string, flags) => {
-      const gatehouse = await openGatehouse(readServiceConfig(flags));
+      const gatehouse = await openGatehouse(readStoreConfig(flags));
       try {
         const source = /^[0-9a-f]{64}$/.test(candidate)
           ? { revision: candidate }

@@ -7,12 +7,18 @@ import type { PolicyTestRun, ReplayReport } from '../../src/index.js';
 const n = (value: number) => value.toLocaleString('en-US');
 const short = (revision: string) => revision.slice(0, 12);
 
+/** What the text report of a test run names. */
+export interface TestRunReportOptions {
+  /** The policy as the user named it (`built-in` for the built-in one). */
+  policyName: string;
+  /** How to give the policy tests, shown when there were none: `pass test files after …`. */
+  whereTestsGo: string;
+}
+
 /** The text report of a policy test run. */
-export function formatTestRun(run: PolicyTestRun, policyName: string): string {
-  const lines = [`Policy ${policyName} (revision ${short(run.revision)})`, ''];
-  if (run.files.length === 0) {
-    lines.push('No test files: name them after the policy, or put <policy>.test.yaml next to it.', '');
-  }
+export function formatTestRun(run: PolicyTestRun, options: TestRunReportOptions): string {
+  const lines = [`Policy ${options.policyName} (revision ${short(run.revision)})`, ''];
+  if (run.files.length === 0) lines.push(`No test files: ${options.whereTestsGo}`, '');
   for (const file of run.files) {
     lines.push(file.path);
     if (file.cases.length === 0) lines.push('  (no cases)');

@@ -66,11 +66,15 @@ export async function startService(
   }
   // Configuration first (a missing optional peer fails before the database is touched).
   const ttlStore = await openTtlStore(config.redisUrl, log);
-  const gatehouse = await openGatehouse(config, {
-    policyOrigin: policyOriginOf(config),
-    checkWebhookUrl: (url) => assertWebhookUrlAllowed(url, { policy: urlPolicy }),
-    onDeliveriesQueued: () => dispatcher?.wake(),
-  }).catch(async (error: unknown) => {
+  const gatehouse = await openGatehouse(
+    config,
+    {
+      policyOrigin: policyOriginOf(config),
+      checkWebhookUrl: (url) => assertWebhookUrlAllowed(url, { policy: urlPolicy }),
+      onDeliveriesQueued: () => dispatcher?.wake(),
+    },
+    { create: true },
+  ).catch(async (error: unknown) => {
     await ttlStore.disconnect().catch(() => undefined);
     throw error;
   });
@@ -169,9 +173,9 @@ export async function startService(
 export function banner(service: RunningService, config: ServeConfig): string {
   const lines = [
     `Gatehouse is listening on ${service.url}`,
-    `  store:  ${describeStore(config)}`,
-    `  policy: ${config.policy ?? 'built-in default'} (revision ${service.gatehouse.policy.revision.slice(0, 12)})`,
-    `  MCP:    ${service.url}/mcp (Streamable HTTP, same bearer key)`,
+    `  store:   ${describeStore(config)}`,
+    `  policy:  ${config.policy ?? 'built-in default'} (revision ${service.gatehouse.policy.revision.slice(0, 12)})`,
+    `  MCP:     ${service.url}/mcp (Streamable HTTP, same bearer key)`,
     ...(config.ui ? [`  Console: ${service.url}/ui/ (sign in with an API key)`] : []),
     '',
   ];
@@ -191,6 +195,10 @@ export function banner(service: RunningService, config: ServeConfig): string {
   } else {
     lines.push('API keys exist already; create another with `gatehouse keys create --help`.', '');
   }
-  lines.push('Stop with Ctrl-C. Reload the policy with SIGHUP (or just save the file).');
+  lines.push(
+    config.policy
+      ? 'Stop with Ctrl-C. Reload the policy with SIGHUP (or just save the file).'
+      : 'Stop with Ctrl-C.',
+  );
   return lines.join('\n');
 }
