@@ -55,7 +55,7 @@ function jsonProblem(value: unknown, depth: number): 'depth' | 'number' | undefi
  * {…}}` matched an approval given for `{"amount": 5}`). Prototype keys are data here, at every
  * depth. Typed, and described in JSON Schema (OpenAPI, MCP tool inputs), as the record it checks.
  */
-function jsonObject(what: string): z.ZodType<Record<string, unknown>, Record<string, unknown>> {
+export function jsonObject(what: string): z.ZodType<Record<string, unknown>, Record<string, unknown>> {
   const schema = z
     .unknown()
     .superRefine((o, ctx) => {

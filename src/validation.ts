@@ -21,7 +21,11 @@ export function parseInput<S extends z.ZodType>(schema: S, input: unknown, what 
   throw new GatehouseError('invalid_request', `Invalid ${what}: ${summary}${more}.`, { errors });
 }
 
-function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
+/**
+ * One zod issue as a short message: `is required`, `expected string, received number` (zod leaves
+ * the offending value out of its issues, so it is looked up in `input`), `unknown field(s): …`.
+ */
+export function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
   if (issue.code === 'unrecognized_keys') return `unknown field(s): ${issue.keys.join(', ')}`;
   if (issue.code === 'invalid_type') {
     // zod leaves the offending value out of its issues: look it up, to tell absent from mistyped.

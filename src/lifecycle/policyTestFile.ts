@@ -20,12 +20,11 @@
 import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { GatehouseError } from '../errors.js';
-import { VerdictSchema } from '../schemas.js';
+import { jsonObject, VerdictSchema } from '../schemas.js';
+import { describeIssue } from '../validation.js';
 
 /** The clock of a case without `now`: fixed, so a test gives the same answer on any day. */
 export const DEFAULT_TEST_NOW = '2025-01-06T12:00:00.000Z';
-
-const JsonObject = z.record(z.string(), z.unknown());
 
 const StateEntrySchema = z.strictObject({
   key: z.string().min(1),
@@ -61,8 +60,8 @@ const CaseSchema = z.strictObject({
   name: z.string().min(1),
   state: z.array(StateEntrySchema).default([]),
   action: z.string().min(1),
-  params: JsonObject.default({}),
-  context: JsonObject.default({}),
+  params: jsonObject('params').default({}),
+  context: jsonObject('context').default({}),
   now: z
     .union([z.iso.datetime({ offset: true }), z.date()])
     .transform((v) => (v instanceof Date ? v.toISOString() : new Date(v).toISOString()))
@@ -130,12 +129,7 @@ export function parsePolicyTestFile(text: string, options: { path: string }): Po
             .map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`))
             .join('')
             .replace(/^\./, '') || '(root)',
-        message:
-          issue.code === 'unrecognized_keys'
-            ? `unknown field(s): ${issue.keys.join(', ')}`
-            : issue.code === 'invalid_type' && issue.input === undefined
-              ? 'is required'
-              : issue.message,
+        message: describeIssue(issue, raw),
       })),
     );
   }
