@@ -1,6 +1,8 @@
 /**
  * Shared fixtures for the MCP tests: a policy with a budget rule, and a Gatehouse on SQLite :memory:.
  */
+import { createHttpApp, type RunningServer, startHttpServer } from '../../adapters/http/index.js';
+import { createMcpHttpHandler } from '../../adapters/mcp/index.js';
 import { openSqliteStore } from '../../adapters/sqlite/index.js';
 import { compilePolicy, createGatehouse, type Gatehouse, type GatehouseOptions } from '../../src/index.js';
 
@@ -21,6 +23,16 @@ actions:
 /** A Gatehouse with the budget policy on a private in-memory SQLite store. */
 export function budgetGatehouse(options: Omit<GatehouseOptions, 'store' | 'policy'> = {}): Gatehouse {
   return createGatehouse({ ...options, store: openSqliteStore(), policy: compilePolicy(BUDGET_POLICY_YAML) });
+}
+
+/** `gh` served over HTTP on a loopback port, with `/mcp` (Streamable HTTP) and no rate limit. */
+export function startMcpHttpServer(gh: Gatehouse): Promise<RunningServer> {
+  const app = createHttpApp({
+    gatehouse: gh,
+    mcp: createMcpHttpHandler({ gatehouse: gh }),
+    rateLimit: false,
+  });
+  return startHttpServer(app.fetch, { port: 0 });
 }
 
 /** The text of the first content block of a tool result. */

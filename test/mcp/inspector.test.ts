@@ -9,10 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpApp, type RunningServer, startHttpServer } from '../../adapters/http/index.js';
-import { createMcpHttpHandler } from '../../adapters/mcp/index.js';
+import type { RunningServer } from '../../adapters/http/index.js';
 import { createApiKey, createIdGenerator, type Gatehouse, systemRandomBytes } from '../../src/index.js';
-import { BUDGET_POLICY_YAML, budgetGatehouse } from './fixtures.js';
+import { BUDGET_POLICY_YAML, budgetGatehouse, startMcpHttpServer } from './fixtures.js';
 
 const root = join(import.meta.dirname, '../..');
 const inspectorDir = join(root, 'node_modules/@modelcontextprotocol/inspector-cli');
@@ -60,12 +59,7 @@ describe.skipIf(!installed)(
         's1',
       ];
       gh = budgetGatehouse();
-      const app = createHttpApp({
-        gatehouse: gh,
-        mcp: createMcpHttpHandler({ gatehouse: gh }),
-        rateLimit: false,
-      });
-      server = await startHttpServer(app.fetch, { port: 0 });
+      server = await startMcpHttpServer(gh);
       const deps = { ids: createIdGenerator(), randomBytes: systemRandomBytes, now: new Date() };
       key = (await createApiKey(gh.store, deps, { scopes: ['admin'] })).secret;
       await gh.recordState({

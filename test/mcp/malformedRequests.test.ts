@@ -14,10 +14,10 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { ClientRequestSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createHttpApp, type RunningServer, startHttpServer } from '../../adapters/http/index.js';
-import { createMcpHttpHandler, createMcpServer } from '../../adapters/mcp/index.js';
+import type { RunningServer } from '../../adapters/http/index.js';
+import { createMcpServer } from '../../adapters/mcp/index.js';
 import { createApiKey, createIdGenerator, type Gatehouse, systemRandomBytes } from '../../src/index.js';
-import { BUDGET_POLICY_YAML, budgetGatehouse } from './fixtures.js';
+import { BUDGET_POLICY_YAML, budgetGatehouse, startMcpHttpServer } from './fixtures.js';
 
 /** The probe's malformed calls, each with the answer a client should get. */
 const MALFORMED: ReadonlyArray<{ method: string; params: Record<string, unknown>; message: string }> = [
@@ -138,12 +138,7 @@ describe('malformed requests (Streamable HTTP)', () => {
   let client: Client;
   beforeAll(async () => {
     gh = budgetGatehouse();
-    const app = createHttpApp({
-      gatehouse: gh,
-      mcp: createMcpHttpHandler({ gatehouse: gh }),
-      rateLimit: false,
-    });
-    server = await startHttpServer(app.fetch, { port: 0 });
+    server = await startMcpHttpServer(gh);
     const deps = { ids: createIdGenerator(), randomBytes: systemRandomBytes, now: new Date() };
     key = (
       await createApiKey(gh.store, deps, {

@@ -16,7 +16,7 @@ import {
   type HistoryPage,
   systemRandomBytes,
 } from '../../src/index.js';
-import { budgetGatehouse, textOf } from './fixtures.js';
+import { budgetGatehouse, startMcpHttpServer, textOf } from './fixtures.js';
 
 let gh: Gatehouse;
 let server: RunningServer;
@@ -47,12 +47,7 @@ async function connect(key: string | undefined): Promise<Client> {
 
 beforeAll(async () => {
   gh = budgetGatehouse();
-  const app = createHttpApp({
-    gatehouse: gh,
-    mcp: createMcpHttpHandler({ gatehouse: gh }),
-    rateLimit: false,
-  });
-  server = await startHttpServer(app.fetch, { port: 0 });
+  server = await startMcpHttpServer(gh);
 });
 
 afterAll(async () => {
