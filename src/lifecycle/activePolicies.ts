@@ -98,8 +98,17 @@ export function createActivePolicies(options: ActivePoliciesOptions): ActivePoli
     if (cached) return cached;
     const row = await store.getPolicyRevision(tenantId, revision);
     if (!row) throw new GatehouseError('not_found', `Policy revision '${revision}' was not found.`);
-    // Stored revisions were validated when activated; a failure here is a bug, not bad input.
-    const policy = compilePolicy(row.source, { source: `revision ${revision.slice(0, 12)}` });
+    // Stored revisions were valid when activated, but a later version of Gatehouse may check more
+    // (a literal that fails every evaluation, a __proto__ name): say so, and what to do.
+    let policy: CompiledPolicy;
+    try {
+      policy = compilePolicy(row.source, { source: `revision ${revision.slice(0, 12)}` });
+    } catch (error) {
+      throw new GatehouseError(
+        'unavailable',
+        `Policy revision ${revision.slice(0, 12)} no longer loads, so this tenant's actions cannot be evaluated; activate a corrected policy (PUT /v1/policy, or gatehouse policy history to find its source). ${(error as Error).message}`,
+      );
+    }
     remember(policy);
     return policy;
   }

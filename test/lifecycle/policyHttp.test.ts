@@ -280,4 +280,34 @@ describe('several instances and restarts', () => {
       await newFile.store.close();
     }
   });
+
+  it('an active revision that a newer Gatehouse no longer loads fails closed, saying what to do', async () => {
+    const filename = join(dir, `stale-${Date.now()}.db`);
+    const store = openSqliteStore({ filename });
+    const gh = createGatehouse({ store, policy: compilePolicy(BUDGET_POLICY) });
+    try {
+      const active = await gh.activatePolicy(
+        { policy: STRICT, expected_revision: (await gh.getActivePolicy()).revision },
+        { actor: 'key_x' },
+      );
+      // As an older version stored it: a literal pattern that fails on every evaluation, which
+      // activation now refuses.
+      store.database
+        .prepare('UPDATE policy_revisions SET source = ? WHERE revision = ?')
+        .run(STRICT.replace("action.startsWith('files.')", "action.matches('(')"), active.revision);
+    } finally {
+      await store.close();
+    }
+    const reopened = openSqliteStore({ filename });
+    try {
+      const later = createGatehouse({ store: reopened, policy: compilePolicy(BUDGET_POLICY) });
+      const error = await later.evaluate({ session_id: 's', action: 'files.rm' }).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'unavailable' });
+      expect((error as Error).message).toMatch(
+        /^Policy revision [0-9a-f]{12} no longer loads, so this tenant's actions cannot be evaluated; activate a corrected policy .*Invalid regular expression/s,
+      );
+    } finally {
+      await reopened.close();
+    }
+  });
 });
