@@ -4,6 +4,7 @@
  */
 import { ToolMessage } from '@langchain/core/messages';
 import type { ToolCall } from '@langchain/core/messages/tool';
+import { interopSafeParseAsync, isInteropZodSchema } from '@langchain/core/utils/types';
 import { interrupt } from '@langchain/langgraph';
 import { type AgentMiddleware, createMiddleware } from 'langchain';
 import { type Decision, inSpan } from '../../src/index.js';
@@ -69,8 +70,36 @@ export function blockedToolMessage(decision: Decision, toolCall: Pick<ToolCall, 
 }
 
 /**
- * A `createAgent` middleware that gates every tool call: evaluates `toolCall.name` with
- * `toolCall.args` as `params`. Allow runs the tool; Warn calls `onWarn`, then runs it; Block
+ * The arguments the tool will run with: the model's, parsed by the tool's zod schema as LangChain
+ * parses them before the call (defaults filled in, strings trimmed or coerced), in their JSON form
+ * (a date as its ISO string), as the history records them. Gating the model's raw arguments let a
+ * schema default or transform carry a value the policy never saw. The raw arguments when the tool
+ * has no zod schema, or when they do not parse (LangChain then refuses the call itself).
+ */
+async function argumentsToolRunsWith(
+  tool: { schema?: unknown } | undefined,
+  raw: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  const schema = tool?.schema;
+  if (!isInteropZodSchema(schema)) return raw;
+  const parsed = await interopSafeParseAsync(schema, raw);
+  if (!parsed.success) return raw;
+  try {
+    const text = JSON.stringify(parsed.data, (_key, value: unknown) =>
+      typeof value === 'bigint' ? value.toString() : value,
+    );
+    const json: unknown = JSON.parse(text);
+    return json !== null && typeof json === 'object' && !Array.isArray(json)
+      ? (json as Record<string, unknown>)
+      : raw; // a schema that makes something else than an object: the model's object is the nearest
+  } catch {
+    return raw; // a circular structure: no JSON form to record
+  }
+}
+
+/**
+ * A `createAgent` middleware that gates every tool call: evaluates `toolCall.name` with the
+ * arguments the tool will run with as `params` (`toolCall.args` parsed by the tool's schema). Allow runs the tool; Warn calls `onWarn`, then runs it; Block
  * returns {@link blockedToolMessage} without running it. The result is recorded as an
  * `action_outcome` (an error ToolMessage or a thrown error is `failed`), written while the agent
  * goes on (`flush()` waits for the reports still being written). A call held for approval
@@ -87,11 +116,11 @@ export function gatehouseMiddleware(options: GatehouseMiddlewareOptions): Gateho
   const outcomes = new OutcomeReports(options);
   const middleware = createMiddleware({
     name: 'gatehouse',
-    wrapToolCall: (request, handler) => {
+    wrapToolCall: async (request, handler) => {
       const { toolCall } = request;
       const call = {
         action: toolCall.name,
-        params: toolCall.args ?? {},
+        params: await argumentsToolRunsWith(request.tool, toolCall.args ?? {}),
         toolCallId: toolCall.id,
         run: { configurable: request.runtime.configurable },
       };

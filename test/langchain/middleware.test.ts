@@ -3,8 +3,10 @@
  * model reads, the tool never runs, and outcomes land in history.
  */
 import type { BaseMessage } from '@langchain/core/messages';
+import { tool } from '@langchain/core/tools';
 import { createAgent } from 'langchain';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
 import {
   type BlockedToolContent,
   type GateBackend,
@@ -98,6 +100,31 @@ describe('gatehouseMiddleware in createAgent', () => {
       context: { tool_call_id: 'call_1' },
     });
     expect(outcome.data).toMatchObject({ decision_id: gate.data['decision_id'], outcome: 'succeeded' });
+  });
+
+  it("gates the arguments the tool runs with, after its schema's defaults and transforms", async () => {
+    const calls: { amount: number; to: string }[] = [];
+    const transfer = tool(
+      async (args) => {
+        calls.push(args);
+        return `sent ${args.amount}`;
+      },
+      {
+        name: 'transfer_money',
+        description: 'Transfers money to the recipient.',
+        schema: z.object({ amount: z.number().default(9000), to: z.string().trim().toLowerCase() }),
+      },
+    );
+    // The model leaves the amount out: the schema's default (over budget) is what would be sent.
+    const gate = gatehouseMiddleware({ backend: gatehouse });
+    const model = scriptedModel('transfer_money', { to: ' Mallory ' });
+    const agent = createAgent({ model, tools: [transfer], middleware: [gate] });
+    const result = await agent.invoke(ask, { configurable: { thread_id: 's1' } });
+    expect(calls).toEqual([]);
+    expect(toolMessages(result.messages)[0]).toMatchObject({ status: 'error' });
+    await gate.flush();
+    const decision = (await historyOf(gatehouse, 's1')).find((e) => e.type === 'gate_evaluation')!;
+    expect(decision.data).toMatchObject({ verdict: 'Block', params: { amount: 9000, to: 'mallory' } });
   });
 
   it('calls onWarn, then runs the tool', async () => {
