@@ -32,15 +32,41 @@ function fitsUtf8(text: string, limit: number): boolean {
   return text.length * 3 <= limit || utf8.encode(text).byteLength <= limit;
 }
 
+/** What {@link jsonProblem} found. */
+type JsonProblem = { kind: 'depth' } | { kind: 'number' } | { kind: 'value'; found: string };
+
 /**
- * What makes `value` unfit for the history: nesting deeper than `depth` (`{}` is 1), or a number
- * JSON cannot carry (`1e400` parses to Infinity, which the canonical hash refuses). Stops
- * descending past `depth`, so its own recursion is bounded whatever the input.
+ * What makes `value` unfit for the history: nesting deeper than `depth` (`{}` is 1), a number
+ * JSON cannot carry (`1e400` parses to Infinity, which the canonical hash refuses), or, from an
+ * in-process caller, a value that is not JSON (a BigInt, a function, a Date, a Map): the policy
+ * would judge it and the history record something else. `undefined` is let through, as JSON
+ * leaves it out. Stops descending past `depth`, so its own recursion is bounded whatever the input.
  */
-function jsonProblem(value: unknown, depth: number): 'depth' | 'number' | undefined {
-  if (typeof value === 'number') return Number.isFinite(value) ? undefined : 'number';
-  if (value === null || typeof value !== 'object') return undefined;
-  if (depth <= 0) return 'depth';
+function jsonProblem(value: unknown, depth: number): JsonProblem | undefined {
+  switch (typeof value) {
+    case 'number':
+      return Number.isFinite(value) ? undefined : { kind: 'number' };
+    case 'string':
+    case 'boolean':
+    case 'undefined':
+      return undefined;
+    case 'object':
+      break;
+    default:
+      return { kind: 'value', found: `a ${typeof value}` };
+  }
+  if (value === null) return undefined;
+  if (!Array.isArray(value)) {
+    const proto: unknown = Object.getPrototypeOf(value);
+    if (proto !== Object.prototype && proto !== null) {
+      const name = (proto as { constructor?: { name?: unknown } }).constructor?.name;
+      return {
+        kind: 'value',
+        found: typeof name === 'string' && name !== '' ? `a ${name}` : 'an object of a class',
+      };
+    }
+  }
+  if (depth <= 0) return { kind: 'depth' };
   for (const child of Object.values(value)) {
     const problem = jsonProblem(child, depth - 1);
     if (problem !== undefined) return problem;
@@ -66,15 +92,20 @@ export function jsonObject(what: string): z.ZodType<Record<string, unknown>, Rec
       // Before JSON.stringify: it (and every later walk of the object) recurses, and a 64 KiB body
       // of `[[[[…]]]]` would overflow the stack.
       const problem = jsonProblem(o, LIMITS.objectDepth);
-      if (problem === 'depth') {
+      if (problem?.kind === 'depth') {
         ctx.addIssue({
           code: 'custom',
           message: `${what} must nest at most ${LIMITS.objectDepth} levels deep`,
         });
-      } else if (problem === 'number') {
+      } else if (problem?.kind === 'number') {
         ctx.addIssue({
           code: 'custom',
           message: `${what} must hold only finite numbers (1e400 is too large)`,
+        });
+      } else if (problem?.kind === 'value') {
+        ctx.addIssue({
+          code: 'custom',
+          message: `${what} must hold only JSON values (strings, numbers, booleans, null, arrays, plain objects), not ${problem.found}`,
         });
       } else if (!fitsUtf8(JSON.stringify(o), LIMITS.objectBytes)) {
         ctx.addIssue({

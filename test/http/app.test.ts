@@ -235,6 +235,25 @@ describe('state routes', () => {
     expect(({} as Record<string, unknown>)['amount']).toBeUndefined();
   });
 
+  it('in-process, params that are not JSON are refused, naming what was found', async () => {
+    // The policy would judge the value, the history record its JSON (a Date as a string, a Map as {}).
+    for (const [params, found] of [
+      [{ n: 10n }, 'a bigint'],
+      [{ at: new Date(0) }, 'a Date'],
+      [{ m: new Map([['k', 1]]) }, 'a Map'],
+      [{ deep: [{ f: () => 1 }] }, 'a function'],
+    ] as const) {
+      const error = await gh.evaluate({ session_id: 's1', action: 'a.b', params }).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'invalid_request' });
+      expect((error as Error).message).toContain(`params must hold only JSON values`);
+      expect((error as Error).message).toContain(`not ${found}.`);
+    }
+    // undefined is left out, as JSON leaves it out.
+    expect(
+      (await gh.evaluate({ session_id: 's1', action: 'a.b', params: { a: undefined, b: 1 } })).verdict,
+    ).toBe('Allow');
+  });
+
   it('query numbers are decimal digits, and a query parameter is given once', async () => {
     const limit = async (value: string) =>
       (await call('GET', `/v1/history/events?limit=${value}`)).json.errors?.[0]?.message;
