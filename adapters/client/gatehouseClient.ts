@@ -5,7 +5,7 @@
  * `Gatehouse` moves to a remote one unchanged; failures are the same `GatehouseError` codes.
  */
 import { context, propagation } from '@opentelemetry/api';
-import { type Dispatcher, request } from 'undici';
+import { request } from 'undici';
 import type { z } from 'zod';
 import {
   type ActivePolicy,
@@ -24,6 +24,7 @@ import {
   type HistoryEvent,
   type HistoryPage,
   type HistoryQuery,
+  MAX_APPROVAL_WAIT_SECONDS,
   type OutcomeInput,
   type PolicyRevision,
   type PolicyRevisionList,
@@ -41,25 +42,8 @@ import {
 } from '../../src/index.js';
 import type { ApiRoute } from '../http/route.js';
 import { API_ROUTES, type OperationId } from '../http/routes.js';
+import { type GatehouseClientOptions, MAX_TIMEOUT_MS, resolveClientOptions } from './clientOptions.js';
 import { errorFromResponse, unavailableError } from './responseErrors.js';
-
-/** Options for {@link createGatehouseClient}. */
-export interface GatehouseClientOptions {
-  /** Where the server listens, e.g. `https://gatehouse.internal` (a path prefix is kept). */
-  baseUrl: string;
-  /** An API key (`gh_…`), sent as `Authorization: Bearer`. */
-  apiKey: string;
-  /**
-   * The undici dispatcher (an `Agent`, a `Pool`, a `MockAgent` in tests).
-   * @default undici's global dispatcher
-   */
-  dispatcher?: Dispatcher;
-  /**
-   * Deadline for a whole request, connection to last byte; past it the call fails `unavailable`.
-   * @default 10000
-   */
-  timeoutMs?: number;
-}
 
 /** Per-call options of the POST methods. */
 export interface WriteOptions {
@@ -87,7 +71,9 @@ export interface DeliveryQuery {
 
 /**
  * The `/v1` API as methods. Every method rejects with a {@link GatehouseError}: the server's own
- * code for a problem+json answer, `unavailable` when no answer came in time.
+ * code for a problem+json answer, `invalid_request` for a request that cannot be sent (a body
+ * that is not JSON-serialisable, a header value with control characters), `unavailable` when no
+ * answer came in time.
  */
 export interface GatehouseClient {
   /** `POST /v1/state/items`. @throws {GatehouseError} `invalid_request`, `forbidden`, `version_conflict` */
@@ -187,6 +173,28 @@ type Answer<K extends OperationId> =
 
 type Query = Record<string, unknown>;
 
+/** What undici refuses in a header value (RFC 9110 field-value: no control characters). */
+const INVALID_HEADER_CHAR = /[^\t\x20-\x7e\x80-\xff]/;
+
+/** The body as JSON, or the caller's mistake: a BigInt, a circular reference, a throwing `toJSON`. */
+function serialise(body: unknown): string {
+  try {
+    return JSON.stringify(body);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    throw new GatehouseError('invalid_request', `The request body cannot be serialised as JSON: ${reason}`, {
+      errors: [{ path: 'body', message: 'cannot be serialised as JSON' }],
+      cause: error,
+    });
+  }
+}
+
+/** The seconds `getApproval` may wait, clamped to what the server allows. */
+function approvalWaitSeconds(wait: unknown): number {
+  const seconds = Number(wait ?? 0);
+  return Number.isFinite(seconds) ? Math.min(Math.max(seconds, 0), MAX_APPROVAL_WAIT_SECONDS) : 0;
+}
+
 interface Call {
   params?: Record<string, string | number>;
   query?: Query;
@@ -200,25 +208,16 @@ interface Call {
 /**
  * Creates a `/v1` client. It never retries on its own: pass an `idempotencyKey` and retry a
  * write yourself when an `unavailable` error may hide a request the server did apply.
- * @throws {GatehouseError} `invalid_request` for a `baseUrl` that is not an absolute URL
+ * @throws {GatehouseError} `invalid_request` naming the option: a `baseUrl` that is not an absolute
+ *   http(s) URL or has a query or fragment, an `apiKey` with whitespace or control characters, a
+ *   `timeoutMs` that is not a whole number from 1 to 2^31-1
  * @example
  * const gatehouse = createGatehouseClient({ baseUrl: 'http://127.0.0.1:8787', apiKey: process.env.GATEHOUSE_API_KEY! });
  * const decision = await gatehouse.evaluate({ session_id: 's1', action: 'payments.transfer', params: { amount: 9000 } });
  * if (!decision.allowed) throw new Error(decision.reason);
  */
 export function createGatehouseClient(options: GatehouseClientOptions): GatehouseClient {
-  const base = options.baseUrl.replace(/\/+$/, '');
-  // URL.parse accepts 'localhost:8787' as a URL with scheme 'localhost:'; only http(s) will do.
-  const parsedBase = URL.parse(base);
-  if (parsedBase === null || (parsedBase.protocol !== 'http:' && parsedBase.protocol !== 'https:')) {
-    throw new GatehouseError(
-      'invalid_request',
-      `baseUrl must be an absolute http(s) URL, not '${options.baseUrl}'.`,
-    );
-  }
-  const origin = parsedBase.origin;
-  const timeoutMs = options.timeoutMs ?? 10_000;
-  const authorization = `Bearer ${options.apiKey}`;
+  const { base, origin, authorization, timeoutMs } = resolveClientOptions(options);
 
   async function send(route: ApiRoute, call: Call): Promise<string> {
     const deadline = call.timeoutMs ?? timeoutMs;
@@ -236,6 +235,19 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
     Object.assign(headers, call.headers);
     // The caller's trace continues on the server (`traceparent`, `tracestate`); a no-op without an SDK.
     propagation.inject(context.active(), headers);
+    // What the caller got wrong is checked before the `try` below, which blames the network.
+    for (const [name, value] of Object.entries(headers)) {
+      if (typeof value !== 'string' || INVALID_HEADER_CHAR.test(value)) {
+        throw new GatehouseError(
+          'invalid_request',
+          `The ${name} header must be text without control characters.`,
+          {
+            errors: [{ path: name, message: 'must be text without control characters' }],
+          },
+        );
+      }
+    }
+    const body = call.body === undefined ? undefined : serialise(call.body);
 
     let status: number;
     let responseHeaders: Record<string, string | string[] | undefined>;
@@ -244,7 +256,7 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
       const response = await request(`${base}${path}${qs}`, {
         method: route.method,
         headers,
-        ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
+        ...(body === undefined ? {} : { body }),
         ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
         // undici's own timers tick once a second; the signal is the precise, overall deadline.
         signal: AbortSignal.timeout(deadline),
@@ -327,8 +339,8 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
       invoke('getApproval', {
         params: { id: approvalId },
         query: { ...query },
-        // The server may hold the answer for the whole wait.
-        timeoutMs: timeoutMs + Math.max(0, Number(query.wait ?? 0)) * 1000,
+        // The server may hold the answer for the whole wait (a wrong `wait` is its to refuse).
+        timeoutMs: Math.min(MAX_TIMEOUT_MS, timeoutMs + Math.ceil(approvalWaitSeconds(query.wait) * 1000)),
       }),
     approve: (approvalId, input = {}, opts) =>
       invoke('approve', { params: { id: approvalId }, body: input, options: opts }),

@@ -3,7 +3,13 @@
  * `code`, `detail` and `errors`; anything else (a proxy's HTML page, a dropped socket, a
  * timeout) gets the nearest code, so callers switch on `error.code` whichever face they use.
  */
-import { ERROR_CODES, type ErrorCode, type FieldError, GatehouseError } from '../../src/index.js';
+import {
+  ERROR_CODES,
+  type ErrorCode,
+  type FieldError,
+  GatehouseError,
+  parseRetryAfter,
+} from '../../src/index.js';
 
 const KNOWN_CODES: ReadonlySet<string> = new Set(ERROR_CODES);
 
@@ -48,21 +54,16 @@ function fieldErrors(value: unknown): FieldError[] {
   });
 }
 
-function retryAfterSeconds(header: string | string[] | undefined): number | undefined {
-  const raw = Array.isArray(header) ? header[0] : header;
-  if (raw === undefined) return undefined;
-  const seconds = Number(raw);
-  return Number.isFinite(seconds) && seconds >= 0 ? seconds : undefined;
-}
-
 /**
  * The {@link GatehouseError} for a non-2xx response. The server's `detail` becomes the message;
  * a body that is not a Gatehouse problem is never echoed (it may be a proxy page of any size).
+ * `Retry-After` (seconds or an HTTP-date) becomes `retryAfter`, in seconds from `now`.
  */
 export function errorFromResponse(
   status: number,
   headers: Record<string, string | string[] | undefined>,
   bodyText: string,
+  now: Date = new Date(),
 ): GatehouseError {
   let problem: Record<string, unknown> | undefined;
   try {
@@ -81,7 +82,8 @@ export function errorFromResponse(
     typeof problem?.['detail'] === 'string' && problem['detail'] !== ''
       ? problem['detail']
       : `The Gatehouse server answered HTTP ${status}.`;
-  const retryAfter = retryAfterSeconds(headers['retry-after']);
+  const header = headers['retry-after'];
+  const retryAfter = parseRetryAfter(Array.isArray(header) ? header[0] : header, now);
   return new GatehouseError(code, detail, {
     errors: fieldErrors(problem?.['errors']),
     ...(retryAfter === undefined ? {} : { retryAfter }),

@@ -24,6 +24,16 @@ let store: Store;
 let server: RunningServer;
 let client: GatehouseClient;
 
+function optionError(options: Parameters<typeof createGatehouseClient>[0]): GatehouseError {
+  try {
+    createGatehouseClient(options);
+  } catch (error) {
+    expect(error).toBeInstanceOf(GatehouseError);
+    return error as GatehouseError;
+  }
+  throw new Error(`createGatehouseClient accepted ${JSON.stringify(options)}`);
+}
+
 async function errorOf(promise: Promise<unknown>): Promise<GatehouseError> {
   const error = await promise.then(
     () => undefined,
@@ -286,6 +296,31 @@ describe('problem+json → GatehouseError', () => {
   });
 });
 
+describe('Retry-After', () => {
+  it('an HTTP-date becomes the seconds from now; a past one is 0', async () => {
+    let retryAfter = '';
+    const limited = await rawServer((_req, res) => {
+      res
+        .writeHead(429, { 'content-type': 'application/problem+json', 'retry-after': retryAfter })
+        .end(JSON.stringify({ code: 'rate_limited', detail: 'Slow down.', status: 429 }));
+    });
+    try {
+      const c = createGatehouseClient({ baseUrl: limited.url, apiKey: 'gh_k' });
+      retryAfter = new Date(Date.now() + 30_000).toUTCString();
+      const soon = await errorOf(c.verifyHistory());
+      expect(soon.code).toBe('rate_limited');
+      expect(soon.retryAfter).toBeGreaterThanOrEqual(28);
+      expect(soon.retryAfter).toBeLessThanOrEqual(30);
+      retryAfter = 'Wed, 21 Oct 2015 07:28:00 GMT';
+      expect((await errorOf(c.verifyHistory())).retryAfter).toBe(0);
+      retryAfter = '12';
+      expect((await errorOf(c.verifyHistory())).retryAfter).toBe(12);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
 describe('configuration', () => {
   it('keeps a path prefix of baseUrl and sends the key, JSON and the idempotency key', async () => {
     const mock = new MockAgent();
@@ -326,6 +361,91 @@ describe('configuration', () => {
 
   it('refuses a baseUrl that is not an absolute URL', () => {
     expect(() => createGatehouseClient({ baseUrl: 'localhost:8787', apiKey: 'k' })).toThrow(GatehouseError);
+    expect(() => createGatehouseClient({ baseUrl: 'ftp://gatehouse.test', apiKey: 'k' })).toThrow(
+      /http\(s\)/,
+    );
+  });
+
+  it('refuses a baseUrl with a query or fragment, which would swallow every path', () => {
+    for (const baseUrl of [
+      'http://gatehouse.test/?x=1',
+      'http://gatehouse.test#frag',
+      'http://gatehouse.test/gh?',
+    ]) {
+      expect(optionError({ baseUrl, apiKey: 'gh_k' })).toMatchObject({
+        code: 'invalid_request',
+        message: expect.stringMatching(/^baseUrl must not have a query or fragment/),
+        errors: [{ path: 'baseUrl' }],
+      });
+    }
+  });
+
+  it('refuses an apiKey that is empty or holds whitespace, without echoing it', () => {
+    for (const apiKey of ['gh_secret\n', ' gh_secret', 'gh_se cret', 'gh_secret\u0000', '', 42]) {
+      const error = optionError({ baseUrl: 'http://gatehouse.test', apiKey: apiKey as string });
+      expect(error).toMatchObject({ code: 'invalid_request', errors: [{ path: 'apiKey' }] });
+      expect(error.message).toMatch(/^apiKey must be a non-empty string of printable/);
+      expect(error.message).not.toContain('secret');
+    }
+    expect(() =>
+      createGatehouseClient({ baseUrl: 'http://gatehouse.test', apiKey: 'gh_AZaz09-_' }),
+    ).not.toThrow();
+  });
+
+  it('refuses a timeoutMs a timer cannot hold, instead of failing every call as unavailable', () => {
+    for (const timeoutMs of [Number.POSITIVE_INFINITY, -1, 0, Number.NaN, 1.5, 2 ** 31, '5000']) {
+      expect(
+        optionError({ baseUrl: 'http://gatehouse.test', apiKey: 'gh_k', timeoutMs: timeoutMs as number }),
+      ).toMatchObject({
+        code: 'invalid_request',
+        message: 'timeoutMs must be a whole number of milliseconds from 1 to 2147483647.',
+        errors: [{ path: 'timeoutMs' }],
+      });
+    }
+    for (const timeoutMs of [1, 2 ** 31 - 1]) {
+      expect(() =>
+        createGatehouseClient({ baseUrl: 'http://gatehouse.test', apiKey: 'gh_k', timeoutMs }),
+      ).not.toThrow();
+    }
+  });
+});
+
+describe('a request the caller got wrong → invalid_request, nothing sent', () => {
+  it('a body that cannot be serialised (BigInt, circular) is invalid_request, not unavailable', async () => {
+    let requests = 0;
+    const counting = await rawServer((_req, res) => {
+      requests += 1;
+      res.writeHead(500).end();
+    });
+    try {
+      const c = createGatehouseClient({ baseUrl: counting.url, apiKey: 'gh_k' });
+      const circular: Record<string, unknown> = {};
+      circular['self'] = circular;
+      for (const params of [{ amount: 10n }, circular]) {
+        const error = await errorOf(c.evaluate({ session_id: 's', action: 'payments.transfer', params }));
+        expect(error).toMatchObject({ code: 'invalid_request', errors: [{ path: 'body' }] });
+        expect(error.message).toMatch(/^The request body cannot be serialised as JSON/);
+      }
+      expect(requests).toBe(0);
+    } finally {
+      await counting.close();
+    }
+  });
+
+  it('an idempotency key with a control character is invalid_request, not unavailable', async () => {
+    let requests = 0;
+    const counting = await rawServer((_req, res) => {
+      requests += 1;
+      res.writeHead(500).end();
+    });
+    try {
+      const c = createGatehouseClient({ baseUrl: counting.url, apiKey: 'gh_k' });
+      const error = await errorOf(c.evaluate({ session_id: 's', action: 'a.b' }, { idempotencyKey: 'a\nb' }));
+      expect(error).toMatchObject({ code: 'invalid_request', errors: [{ path: 'idempotency-key' }] });
+      expect(requests).toBe(0);
+    } finally {
+      await counting.close();
+    }
   });
 });
 
@@ -343,6 +463,24 @@ describe('no answer → unavailable', () => {
       expect(Date.now() - started).toBeLessThan(2000);
     } finally {
       await silent.close();
+    }
+  });
+
+  it("getApproval's longer deadline stays one a timer can hold, for any timeoutMs and wait", async () => {
+    const slow = await rawServer((_req, res) => {
+      setTimeout(() => {
+        res
+          .writeHead(404, { 'content-type': 'application/problem+json' })
+          .end(JSON.stringify({ code: 'not_found', detail: 'No such approval.', status: 404 }));
+      }, 50);
+    });
+    try {
+      const longest = createGatehouseClient({ baseUrl: slow.url, apiKey: 'gh_k', timeoutMs: 2 ** 31 - 1 });
+      expect((await errorOf(longest.getApproval('apr_1', { wait: 1 }))).code).toBe('not_found');
+      const usual = createGatehouseClient({ baseUrl: slow.url, apiKey: 'gh_k' });
+      expect((await errorOf(usual.getApproval('apr_1', { wait: 0.0001 }))).code).toBe('not_found');
+    } finally {
+      await slow.close();
     }
   });
 
