@@ -165,6 +165,46 @@ export function sqliteWritesInProcess(): number {
   return writes;
 }
 
+/**
+ * Whether `error` is SQLite's "database is locked" (SQLITE_BUSY, SQLITE_LOCKED and their extended
+ * codes): another connection held the lock past the busy timeout. better-sqlite3 names the code;
+ * `node:sqlite` gives the number (`errcode`, its low byte the primary code: 5 busy, 6 locked).
+ */
+function isLockedError(error: unknown): boolean {
+  const e = error as { code?: unknown; errcode?: unknown } | null;
+  if (typeof e?.code === 'string' && /^SQLITE_(BUSY|LOCKED)(_|$)/.test(e.code)) return true;
+  return typeof e?.errcode === 'number' && [5, 6].includes(e.errcode & 0xff);
+}
+
+/**
+ * `fn`, with a locked database reported as `unavailable` (a retry may succeed), like an
+ * unreachable PostgreSQL, instead of as the driver's error (an internal error to a caller).
+ */
+function lockAsUnavailable<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R {
+  return (...args) => {
+    try {
+      return fn(...args);
+    } catch (error) {
+      if (!isLockedError(error)) throw error;
+      throw new GatehouseError(
+        'unavailable',
+        'The SQLite database is locked by another connection (it stayed locked past the busy timeout); retry.',
+        { cause: error },
+      );
+    }
+  };
+}
+
+/** The statement's methods, each reporting a locked database as `unavailable` (see {@link lockAsUnavailable}). */
+function lockGuarded(statement: SqliteStatement): SqliteStatement {
+  return {
+    run: lockAsUnavailable(statement.run),
+    get: lockAsUnavailable(statement.get),
+    all: lockAsUnavailable(statement.all),
+    rows: lockAsUnavailable(statement.rows),
+  };
+}
+
 /** `fn`, each call counted in {@link sqliteWritesInProcess}. */
 function counted<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R {
   return (...args) => {
@@ -187,14 +227,14 @@ function countingWrites(sql: string, statement: SqliteStatement): SqliteStatemen
 /** Runs BEGIN/COMMIT/ROLLBACK as statements prepared once (cheaper than `exec` each time). */
 function controlStatements(db: { prepare(sql: string): { run(): unknown } }): (sql: string) => void {
   const prepared = new Map<string, { run(): unknown }>();
-  return (sql) => {
+  return lockAsUnavailable((sql: string) => {
     let statement = prepared.get(sql);
     if (!statement) {
       statement = db.prepare(sql);
       prepared.set(sql, statement);
     }
     statement.run();
-  };
+  });
 }
 
 function openWithNodeSqlite(
@@ -223,16 +263,21 @@ function openWithNodeSqlite(
         }
         return arrays.all(...params) as unknown as unknown[][];
       };
-      return countingWrites(sql, {
-        run: (...params) => ({ changes: Number(stmt.run(...params).changes) }),
-        get: (...params) => stmt.get(...params),
-        all: (...params) => stmt.all(...params),
-        rows: (...params) => arrayRows(params),
-      });
+      return countingWrites(
+        sql,
+        lockGuarded({
+          run: (...params) => ({ changes: Number(stmt.run(...params).changes) }),
+          get: (...params) => stmt.get(...params),
+          all: (...params) => stmt.all(...params),
+          rows: (...params) => arrayRows(params),
+        }),
+      );
     },
-    exec: counted((sql: string) => {
-      db.exec(sql);
-    }),
+    exec: counted(
+      lockAsUnavailable((sql: string) => {
+        db.exec(sql);
+      }),
+    ),
     begin(mode = 'DEFERRED') {
       runControl(`BEGIN ${mode}`);
       open = true;
@@ -268,16 +313,21 @@ function openWithBetterSqlite3(
         arrays ??= db.prepare(sql).raw(true);
         return arrays.all(...params) as unknown as unknown[][];
       };
-      return countingWrites(sql, {
-        run: (...params) => stmt.run(...params),
-        get: (...params) => stmt.get(...params),
-        all: (...params) => stmt.all(...params),
-        rows: (...params) => rows(params),
-      });
+      return countingWrites(
+        sql,
+        lockGuarded({
+          run: (...params) => stmt.run(...params),
+          get: (...params) => stmt.get(...params),
+          all: (...params) => stmt.all(...params),
+          rows: (...params) => rows(params),
+        }),
+      );
     },
-    exec: counted((sql: string) => {
-      db.exec(sql);
-    }),
+    exec: counted(
+      lockAsUnavailable((sql: string) => {
+        db.exec(sql);
+      }),
+    ),
     begin: (mode = 'DEFERRED') => runControl(`BEGIN ${mode}`),
     commit: () => runControl('COMMIT'),
     rollback: () => runControl('ROLLBACK'),

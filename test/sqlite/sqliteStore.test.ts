@@ -61,6 +61,29 @@ describe('SQLite store specifics', () => {
     await store.close();
   });
 
+  it('a database another connection keeps locked is unavailable (retry), not an internal error', async () => {
+    const filename = join(dir, 'locked.db');
+    const store = openSqliteStore({ filename });
+    store.database.exec('PRAGMA busy_timeout = 50');
+    const gh = createGatehouse({ store });
+    const other = openSqliteDatabase(filename);
+    const item = { session_id: 's1', key: 'budget.limit', value: '5', type: 'fact', source: 'user_input' };
+    try {
+      other.exec('BEGIN EXCLUSIVE');
+      const error = await gh.recordState(item).catch((e: unknown) => e);
+      expect(error).toMatchObject({
+        code: 'unavailable',
+        message:
+          'The SQLite database is locked by another connection (it stayed locked past the busy timeout); retry.',
+      });
+      other.exec('ROLLBACK');
+      expect((await gh.recordState(item)).outcome).toBe('created');
+    } finally {
+      other.close();
+      await store.close();
+    }
+  });
+
   it('persists across reopen and migrates once', async () => {
     const filename = join(dir, 'reopen.db');
     const a = openSqliteStore({ filename });
