@@ -207,7 +207,9 @@ function citation(approval: Approval, status: Approval['status']): NonNullable<D
 
 /** Block `approval_required`, citing the pending approval. */
 function heldBlock(base: Decision, approval: Approval): Decision {
-  const message = `Held for approval ${approval.id} (expires ${approval.expires_at}): ${base.reason} Do not perform this action until a person approves it.`;
+  // A rule's message need not end a sentence ("Transfer of 9000 exceeds the budget of 5000").
+  const why = /[.!?]$/.test(base.reason) ? base.reason : `${base.reason}.`;
+  const message = `Held for approval ${approval.id} (expires ${approval.expires_at}): ${why} Do not perform this action until a person approves it.`;
   const reason: GateReason = { rule: 'approval_required', verdict: 'Block', message, keys: [] };
   return {
     ...base,

@@ -82,7 +82,9 @@ describe('a held action', () => {
     expect(first.approval!.id).toMatch(/^apr_/);
     expect(first.approval!.expires_at).toBe('2026-01-01T00:15:00.000Z');
     expect(first.reasons.map((r) => r.rule)).toEqual(['large_transfer', 'approval_required']);
-    expect(first.reason).toContain(first.approval!.id);
+    expect(first.reason).toBe(
+      `Held for approval ${first.approval!.id} (expires 2026-01-01T00:15:00.000Z): Transfer of 9000 exceeds the budget of 5000. Do not perform this action until a person approves it.`,
+    );
 
     const again = await gh.evaluate(transfer(9000), agent);
     expect(again.approval!.id).toBe(first.approval!.id);
