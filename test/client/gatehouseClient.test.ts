@@ -410,13 +410,19 @@ describe('configuration', () => {
   });
 });
 
+/** A loopback server counting the requests it gets (each answered 500): a refused call sends none. */
+async function countingServer() {
+  let requests = 0;
+  const server = await rawServer((_req, res) => {
+    requests += 1;
+    res.writeHead(500).end();
+  });
+  return { url: server.url, close: server.close, requests: () => requests };
+}
+
 describe('a request the caller got wrong → invalid_request, nothing sent', () => {
   it('a body that cannot be serialised (BigInt, circular) is invalid_request, not unavailable', async () => {
-    let requests = 0;
-    const counting = await rawServer((_req, res) => {
-      requests += 1;
-      res.writeHead(500).end();
-    });
+    const counting = await countingServer();
     try {
       const c = createGatehouseClient({ baseUrl: counting.url, apiKey: 'gh_k' });
       const circular: Record<string, unknown> = {};
@@ -426,23 +432,19 @@ describe('a request the caller got wrong → invalid_request, nothing sent', () 
         expect(error).toMatchObject({ code: 'invalid_request', errors: [{ path: 'body' }] });
         expect(error.message).toMatch(/^The request body cannot be serialised as JSON/);
       }
-      expect(requests).toBe(0);
+      expect(counting.requests()).toBe(0);
     } finally {
       await counting.close();
     }
   });
 
   it('an idempotency key with a control character is invalid_request, not unavailable', async () => {
-    let requests = 0;
-    const counting = await rawServer((_req, res) => {
-      requests += 1;
-      res.writeHead(500).end();
-    });
+    const counting = await countingServer();
     try {
       const c = createGatehouseClient({ baseUrl: counting.url, apiKey: 'gh_k' });
       const error = await errorOf(c.evaluate({ session_id: 's', action: 'a.b' }, { idempotencyKey: 'a\nb' }));
       expect(error).toMatchObject({ code: 'invalid_request', errors: [{ path: 'idempotency-key' }] });
-      expect(requests).toBe(0);
+      expect(counting.requests()).toBe(0);
     } finally {
       await counting.close();
     }
