@@ -39,6 +39,16 @@ export function forgetKey(): void {
   sessionStorage.removeItem(KEY);
 }
 
+let onUnauthorized: () => void = () => undefined;
+
+/**
+ * Sets what a 401 to the stored key does (the shell forgets the key and shows the sign-in), so
+ * a key revoked while a page is open leads back to sign-in from every page, button and stream.
+ */
+export function whenUnauthorized(handler: () => void): void {
+  onUnauthorized = handler;
+}
+
 /** The service root, from the console's own URL, so a path prefix in front of it still works. */
 const ROOT = new URL('../', document.baseURI);
 
@@ -89,7 +99,12 @@ export async function call<T>(
   if (options.body !== undefined) init.body = JSON.stringify(options.body);
   if (options.signal) init.signal = options.signal;
   const response = await fetch(url(path, options.query), init);
-  if (!response.ok) throw await problem(response);
+  if (!response.ok) {
+    const error = await problem(response);
+    // A key typed in the sign-in form (`options.key`) is judged there, not here.
+    if (response.status === 401 && options.key === undefined && key !== null) onUnauthorized();
+    throw error;
+  }
   if (response.status === 204) return undefined as T;
   return (await response.json()) as T;
 }
@@ -132,6 +147,7 @@ export async function followStream(options: {
       });
       if (!response.ok || !response.body) {
         const error = await problem(response);
+        if (response.status === 401) onUnauthorized();
         // Auth and input errors do not heal by retrying.
         if (response.status < 500 && response.status !== 429) {
           options.onState('stopped', error.message);

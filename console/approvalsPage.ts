@@ -4,7 +4,7 @@
  * `GET /v1/approvals/{id}` (ApprovalSchema); decides with `POST /v1/approvals/{id}/approve|deny`.
  * Listing needs `approvals:decide`; one approval may also be read with `gate:evaluate`.
  */
-import { get, post, seg } from './api.js';
+import { ApiError, get, post, seg } from './api.js';
 import { badge, errorBox, facts, h, json, link, replace, row, shortId, table, time } from './dom.js';
 import type { HistoryEvent } from './historyPage.js';
 import type { Page, PageContext } from './pageTypes.js';
@@ -81,13 +81,26 @@ function cannotDecide(approval: Approval, ctx: PageContext): string | null {
   return null;
 }
 
-function decideForm(approval: Approval, ctx: PageContext, done: (decided: Approval) => void): HTMLElement {
+/**
+ * Comment, Approve and Deny. Both buttons are disabled while either is in flight, so one click
+ * sends one decision. `done` gets the decided approval; after a 409 (decided meanwhile, or
+ * expired) `stale` gets the approval as it is now, so the caller shows its real state.
+ */
+function decideForm(
+  approval: Approval,
+  ctx: PageContext,
+  handlers: { done: (decided: Approval) => void; stale: (current: Approval) => void },
+): HTMLElement {
   const inputId = `comment-${approval.id}`;
   const comment = h('input', { id: inputId, name: 'comment', autocomplete: 'off', maxlength: 1000 });
   const message = h('div', { 'aria-live': 'polite' });
-  const decide = (verb: 'approve' | 'deny') => async (event: Event) => {
-    const button = event.currentTarget as HTMLButtonElement;
-    button.disabled = true;
+  const buttons: HTMLButtonElement[] = [];
+  const setBusy = (busy: boolean) => {
+    for (const b of buttons) b.disabled = busy;
+    comment.disabled = busy;
+  };
+  const decide = (verb: 'approve' | 'deny') => async () => {
+    setBusy(true);
     const text = comment.value.trim();
     try {
       const decided = await post<Approval>(
@@ -95,39 +108,47 @@ function decideForm(approval: Approval, ctx: PageContext, done: (decided: Approv
         text ? { comment: text } : {},
       );
       ctx.refreshHeader();
-      done(decided);
+      handlers.done(decided);
     } catch (error) {
+      if (error instanceof ApiError && error.status === 409) {
+        ctx.refreshHeader();
+        try {
+          handlers.stale(await get<Approval>(`/v1/approvals/${seg(approval.id)}`));
+          return;
+        } catch {
+          // Not readable again: the 409's own message says what happened.
+        }
+      }
       replace(message, errorBox(error));
-      button.disabled = false;
+      setBusy(false);
     }
   };
+  buttons.push(
+    h(
+      'button',
+      {
+        type: 'button',
+        onclick: decide('approve'),
+        'aria-label': `Approve ${approval.action} (${approval.id})`,
+      },
+      'Approve',
+    ),
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'danger',
+        onclick: decide('deny'),
+        'aria-label': `Deny ${approval.action} (${approval.id})`,
+      },
+      'Deny',
+    ),
+  );
   return h(
     'div',
     { class: 'decide' },
     h('label', { for: inputId }, 'Comment (optional)', comment),
-    h(
-      'div',
-      { class: 'actions' },
-      h(
-        'button',
-        {
-          type: 'button',
-          onclick: decide('approve'),
-          'aria-label': `Approve ${approval.action} (${approval.id})`,
-        },
-        'Approve',
-      ),
-      h(
-        'button',
-        {
-          type: 'button',
-          class: 'danger',
-          onclick: decide('deny'),
-          'aria-label': `Deny ${approval.action} (${approval.id})`,
-        },
-        'Deny',
-      ),
-    ),
+    h('div', { class: 'actions' }, ...buttons),
     message,
   );
 }
@@ -186,23 +207,36 @@ async function renderQueue(root: HTMLElement, ctx: PageContext): Promise<void> {
   const approvalRow = (a: Approval): HTMLTableRowElement => {
     const tr = row(
       link(`approvals/${seg(a.id)}`, h('strong', {}, a.action)),
-      paramsLine(a.params),
-      h('td', { class: 'nowrap' }, link(`sessions/${seg(a.session_id)}`, a.session_id)),
+      h('td', { class: 'long-id' }, paramsLine(a.params)),
+      h('td', { class: 'long-id' }, link(`sessions/${seg(a.session_id)}`, a.session_id)),
       badge(a.status),
       time(a.created_at),
       time(a.expires_at),
       keyLabel(a.decided_by, ctx),
       cannotDecide(a, ctx) === null
-        ? decideForm(a, ctx, (decided) => {
-            replace(
-              notice,
-              h(
-                'p',
-                { class: 'notice', role: 'status' },
-                `${decided.action} ${decided.status} (${decided.id}).`,
-              ),
-            );
-            tr.replaceWith(approvalRow(decided));
+        ? decideForm(a, ctx, {
+            done: (decided) => {
+              replace(
+                notice,
+                h(
+                  'p',
+                  { class: 'notice', role: 'status' },
+                  `${decided.action} ${decided.status} (${decided.id}).`,
+                ),
+              );
+              tr.replaceWith(approvalRow(decided));
+            },
+            stale: (current) => {
+              replace(
+                notice,
+                h(
+                  'p',
+                  { class: 'error', role: 'alert' },
+                  `${current.action} (${current.id}) was already decided: it is ${current.status}.`,
+                ),
+              );
+              tr.replaceWith(approvalRow(current));
+            },
           })
         : a.comment
           ? h('q', {}, a.comment)
@@ -210,6 +244,8 @@ async function renderQueue(root: HTMLElement, ctx: PageContext): Promise<void> {
             ? h('span', { class: 'muted' }, cannotDecide(a, ctx))
             : '—',
     );
+    // A phone shows each approval as a card (table.stack-narrow): each cell names its column.
+    for (const [i, cell] of [...tr.cells].entries()) cell.dataset['label'] = columns[i] ?? '';
     return tr;
   };
 
@@ -249,6 +285,7 @@ async function renderQueue(root: HTMLElement, ctx: PageContext): Promise<void> {
       ? 'Held actions waiting for a decision, newest first'
       : `Approvals: ${status}, newest first`;
   const wrap = table(caption, columns, []);
+  wrap.querySelector('table')!.classList.add('stack-narrow');
   wrap.querySelector('tbody')!.replaceWith(body);
   await load();
   replace(root, filters, notice, wrap, h('p', {}, more));
@@ -283,11 +320,19 @@ async function renderOne(root: HTMLElement, ctx: PageContext): Promise<void> {
   const heading = root.closest('main')?.querySelector('h1');
   if (heading) heading.append(' ', badge(approval.status));
   const notice = ctx.query.get('decided');
+  const already = ctx.query.get('already');
   const why = cannotDecide(approval, ctx);
   const released = await uses(approval, ctx).catch((error: unknown) => errorBox(error));
   replace(
     root,
     notice ? h('p', { class: 'notice', role: 'status' }, `You ${notice} this approval.`) : null,
+    already
+      ? h(
+          'p',
+          { class: 'error', role: 'alert' },
+          `This approval was already decided: it is ${approval.status}.`,
+        )
+      : null,
     h(
       'section',
       { class: 'panel', 'aria-label': 'Approval' },
@@ -327,9 +372,11 @@ async function renderOne(root: HTMLElement, ctx: PageContext): Promise<void> {
           'section',
           { 'aria-labelledby': 'h-decide' },
           h('h2', { id: 'h-decide' }, 'Decide'),
-          decideForm(approval, ctx, (decided) =>
-            ctx.navigate(`approvals/${seg(decided.id)}?decided=${decided.status}`),
-          ),
+          decideForm(approval, ctx, {
+            done: (decided) => ctx.navigate(`approvals/${seg(decided.id)}?decided=${decided.status}`),
+            // Read again from the server: the badge, "Decided by" and the buttons as they are now.
+            stale: (current) => ctx.navigate(`approvals/${seg(current.id)}?already=${current.status}`),
+          }),
         )
       : approval.status === 'pending'
         ? h('p', { class: 'muted' }, why)

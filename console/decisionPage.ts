@@ -7,6 +7,7 @@ import { get, seg } from './api.js';
 import { badge, errorBox, facts, h, json, link, replace, row, shortId, table, time } from './dom.js';
 import type { HistoryEvent } from './historyPage.js';
 import type { Delivery, Page, PageContext, StateItem, Webhook } from './pageTypes.js';
+import { maskValue } from './secretMask.js';
 
 interface Reason {
   rule: string;
@@ -92,7 +93,9 @@ async function stateRead(record: DecisionRecord, ctx: PageContext): Promise<HTML
       return row(
         link(`sessions/${seg(record.session_id)}?key=${seg(key)}`, h('code', {}, key)),
         `v${version}`,
-        item ? h('span', { class: 'mono' }, item.value) : h('span', { class: 'muted' }, 'not readable'),
+        item
+          ? h('span', { class: 'mono' }, maskValue(item.value, item.sensitivity))
+          : h('span', { class: 'muted' }, 'not readable'),
         item?.type ?? '—',
         item ? `${item.source} (${item.trust})` : '—',
         time(item?.updated_at),

@@ -124,9 +124,10 @@ function eventRow(event: HistoryEvent, fresh: boolean): HTMLTableRowElement {
     h('td', { class: 'hide-narrow nowrap' }, time(event.occurred_at)),
     h('td', { class: 'hide-narrow' }, event.type),
     // Tenant-wide events (a policy activated or replayed) belong to no session.
+    // Session IDs may be long (up to 128 characters): they wrap, so "What" keeps its room.
     h(
       'td',
-      { class: 'nowrap' },
+      { class: 'long-id' },
       event.session_id === ''
         ? h('span', { class: 'muted' }, '—')
         : link(`sessions/${encodeURIComponent(event.session_id)}`, event.session_id),

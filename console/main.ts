@@ -4,7 +4,7 @@
  * module and one entry in {@link PAGES}.
  */
 
-import { ApiError, call, forgetKey, get, storedKey, storeKey } from './api.js';
+import { ApiError, call, forgetKey, get, storedKey, storeKey, whenUnauthorized } from './api.js';
 import { approvalPage, approvalsPage, pendingCount } from './approvalsPage.js';
 import { decisionPage } from './decisionPage.js';
 import { errorBox, h, replace } from './dom.js';
@@ -114,6 +114,47 @@ function signIn(message?: string): void {
   input.focus();
 }
 
+/** The stored key was refused (unknown or revoked): forget it and ask for one again, once. */
+function keyRefused(): void {
+  if (!storedKey()) return;
+  forgetKey();
+  signIn('The key is no longer valid; sign in again.');
+}
+
+/** `/v1/me` failed for another reason than the key (503, 429, offline): keep the key, offer a retry. */
+function bootFailed(error: unknown): void {
+  document.title = 'Not reachable · Gatehouse';
+  const retry = h('button', { type: 'button', onclick: () => void boot() }, 'Try again');
+  const signOut = h(
+    'button',
+    {
+      type: 'button',
+      class: 'secondary',
+      onclick: () => {
+        forgetKey();
+        signIn('Signed out.');
+      },
+    },
+    'Sign out',
+  );
+  replace(
+    app,
+    h(
+      'main',
+      { id: 'main', class: 'signin' },
+      h(
+        'div',
+        { class: 'panel' },
+        h('h1', {}, 'Gatehouse console'),
+        h('p', {}, 'The service did not answer as expected; you are still signed in.'),
+        errorBox(error),
+        h('div', { class: 'actions' }, retry, signOut),
+      ),
+    ),
+  );
+  retry.focus();
+}
+
 async function probe(pages: Page[]): Promise<Set<Page>> {
   const hidden = new Set<Page>();
   const results = new Map<string, Promise<boolean>>();
@@ -141,15 +182,14 @@ async function boot(): Promise<void> {
   try {
     me = await get<Me>('/v1/me');
   } catch (e) {
-    forgetKey();
-    return signIn(
-      e instanceof ApiError && e.status === 401
-        ? 'The key is no longer valid; sign in again.'
-        : (e as Error).message,
-    );
+    // Only a 401 means the key is gone (whenUnauthorized has shown the sign-in); anything else
+    // (a restart, a rate limit, no network) must not sign the user out.
+    if (e instanceof ApiError && e.status === 401) return keyRefused();
+    return bootFailed(e);
   }
   const can = (scope: string) => me.scopes.includes('admin') || me.scopes.includes(scope);
   const hidden = await probe(PAGES);
+  if (!storedKey()) return;
   const visible = (page: Page) => !hidden.has(page) && (!page.scopes || page.scopes.some(can));
   const navPages = PAGES.filter((p) => p.nav && visible(p));
 
@@ -273,10 +313,7 @@ async function boot(): Promise<void> {
       await found.page.render(pageRoot, ctx);
     } catch (error) {
       if (controller.signal.aborted) return;
-      if (error instanceof ApiError && error.status === 401) {
-        forgetKey();
-        return signIn('The key is no longer valid; sign in again.');
-      }
+      if (error instanceof ApiError && error.status === 401) return keyRefused();
       replace(pageRoot, errorBox(error));
     }
     // Move focus to the new page's heading so keyboard and screen-reader users start there.
@@ -287,4 +324,5 @@ async function boot(): Promise<void> {
   await route();
 }
 
+whenUnauthorized(keyRefused);
 void boot();

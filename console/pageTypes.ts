@@ -48,6 +48,7 @@ export interface Page {
 
 /** A state item as `/v1/state/items` answers it. */
 export interface StateItem {
+  session_id: string;
   key: string;
   value: string;
   type: string;
@@ -55,6 +56,7 @@ export interface StateItem {
   trust: number;
   version: number;
   status: string;
+  /** `secret` items are shown masked (console/secretMask.ts). */
   sensitivity: string;
   updated_at: string;
 }

@@ -588,6 +588,8 @@ export const policyPage: Page = {
   path: 'policy',
   title: 'Policy',
   nav: { label: 'Policy', href: 'policy' },
+  // `GET /v1/policy` needs history:read; other keys would only see its 403.
+  scopes: ['history:read'],
   probe: '/v1/policy',
   render,
 };

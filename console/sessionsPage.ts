@@ -6,6 +6,24 @@ import { get, post, seg } from './api.js';
 import { badge, errorBox, h, link, replace, row, table, time } from './dom.js';
 import type { HistoryEvent } from './historyPage.js';
 import type { Page, PageContext, StateItem } from './pageTypes.js';
+import { maskValue } from './secretMask.js';
+
+/** A state value as shown: a secret item's value masked as the server masks it. */
+const valueCell = (value: string, sensitivity: string) =>
+  h('span', { class: 'mono' }, maskValue(value, sensitivity));
+
+/**
+ * The sensitivity of each `session_id` + `key` with an open conflict: a conflict does not say,
+ * its item does. Unknown (the item could not be read) counts as secret.
+ */
+type SensitivityOf = (sessionId: string, key: string) => string;
+
+function sensitivityFrom(items: StateItem[][]): SensitivityOf {
+  const known = new Map<string, string>();
+  for (const list of items)
+    for (const item of list) known.set(JSON.stringify([item.session_id, item.key]), item.sensitivity);
+  return (sessionId, key) => known.get(JSON.stringify([sessionId, key])) ?? 'secret';
+}
 
 interface Conflict {
   conflict_id: string;
@@ -21,10 +39,17 @@ interface Conflict {
 function conflictsTable(
   conflicts: Conflict[],
   ctx: PageContext,
-  options: { rerender: () => void; withSession: boolean; status: HTMLElement },
+  options: {
+    rerender: () => void;
+    withSession: boolean;
+    status: HTMLElement;
+    sensitivity: SensitivityOf;
+  },
 ) {
   const { rerender, withSession, status } = options;
   const rows = conflicts.map((c) => {
+    // The proposed value belongs to the same key: a secret key's proposal is masked too.
+    const sensitivity = options.sensitivity(c.session_id, c.key);
     const actions = h('div', { class: 'actions' });
     if (ctx.can('state:write')) {
       for (const [resolution, label] of [
@@ -66,13 +91,13 @@ function conflictsTable(
       h(
         'span',
         {},
-        h('span', { class: 'mono' }, c.current.value),
+        valueCell(c.current.value, sensitivity),
         h('span', { class: 'muted' }, ` v${c.current.version}, ${c.current.source} (${c.current.trust})`),
       ),
       h(
         'span',
         {},
-        h('span', { class: 'mono' }, c.proposed.value),
+        valueCell(c.proposed.value, sensitivity),
         h('span', { class: 'muted' }, ` ${c.proposed.source} (${c.proposed.trust})`),
       ),
       time(c.created_at),
@@ -120,10 +145,24 @@ async function renderIndex(root: HTMLElement, ctx: PageContext): Promise<void> {
     const { conflicts: list } = await get<{ conflicts: Conflict[] }>('/v1/state/conflicts', {
       status: 'open',
     });
+    const sessions = [...new Set(list.map((c) => c.session_id))];
+    const items = await Promise.all(
+      sessions.map((id) =>
+        get<{ items: StateItem[] }>('/v1/state/items', { session_id: id }).then(
+          (answer) => answer.items,
+          () => [],
+        ),
+      ),
+    );
     replace(
       conflicts,
       h('h2', { id: 'h-conflicts' }, 'Open conflicts'),
-      conflictsTable(list, ctx, { rerender: () => void load(), withSession: true, status }),
+      conflictsTable(list, ctx, {
+        rerender: () => void load(),
+        withSession: true,
+        status,
+        sensitivity: sensitivityFrom(items),
+      }),
     );
   };
   await load();
@@ -156,7 +195,7 @@ async function versionsOf(sessionId: string, key: string): Promise<HTMLElement> 
     versions.map((v) =>
       row(
         h('td', { class: 'num' }, v.version),
-        h('span', { class: 'mono' }, v.value),
+        valueCell(v.value, v.sensitivity),
         v.type,
         `${v.source} (${v.trust})`,
         badge(v.status),
@@ -201,7 +240,12 @@ async function renderSession(root: HTMLElement, ctx: PageContext): Promise<void>
     replace(
       conflictsSection,
       h('h2', { id: 'h-conflicts' }, 'Open conflicts'),
-      conflictsTable(conflicts, ctx, { rerender: () => void load(), withSession: false, status }),
+      conflictsTable(conflicts, ctx, {
+        rerender: () => void load(),
+        withSession: false,
+        status,
+        sensitivity: sensitivityFrom([items]),
+      }),
     );
     replace(
       itemsSection,
@@ -221,7 +265,7 @@ async function renderSession(root: HTMLElement, ctx: PageContext): Promise<void>
         items.map((item) =>
           row(
             h('code', {}, item.key),
-            h('span', { class: 'mono' }, item.value),
+            valueCell(item.value, item.sensitivity),
             item.type,
             `${item.source} (${item.trust})`,
             h('td', { class: 'num' }, item.version),

@@ -32,7 +32,7 @@ header.top {
   padding: .6rem 1rem; background: var(--panel); border-bottom: 1px solid var(--line);
 }
 .brand { font-weight: 700; font-size: 1.05rem; margin: 0; }
-nav.main { flex: 1 1 auto; }
+nav.main { flex: 1 1 auto; min-width: 0; }
 nav.main ul { display: flex; flex-wrap: wrap; gap: .25rem; list-style: none; margin: 0; padding: 0; }
 nav.main a {
   display: inline-flex; align-items: center; gap: .35rem; padding: .35rem .65rem; border-radius: 6px;
@@ -41,7 +41,7 @@ nav.main a {
 nav.main a:hover { background: var(--code-bg); }
 nav.main a[aria-current="page"] { background: var(--accent); color: var(--accent-text); }
 .count { background: var(--block); color: var(--panel); border-radius: 999px; padding: 0 .45rem; font-size: .8rem; font-weight: 700; }
-.whoami { display: flex; align-items: center; gap: .6rem; color: var(--muted); font-size: .9rem; }
+.whoami { display: flex; flex-wrap: wrap; align-items: center; gap: .6rem; color: var(--muted); font-size: .9rem; min-width: 0; overflow-wrap: anywhere; }
 main { padding: 1rem; max-width: 1280px; margin: 0 auto; }
 main:focus { outline: none; }
 h1 { font-size: 1.35rem; margin: .25rem 0 1rem; }
@@ -62,13 +62,15 @@ button {
 button.secondary { background: var(--panel); color: var(--accent); }
 button.danger { background: var(--block); border-color: var(--block); color: var(--panel); }
 button:disabled { opacity: .6; cursor: default; }
-.table-wrap { overflow-x: auto; background: var(--panel); border: 1px solid var(--line); border-radius: 8px; }
+.table-wrap { position: relative; overflow-x: auto; background: var(--panel); border: 1px solid var(--line); border-radius: 8px; }
 table { border-collapse: collapse; width: 100%; font-size: .9rem; }
 caption { text-align: left; padding: .5rem .75rem; color: var(--muted); font-size: .85rem; }
 th, td { text-align: left; padding: .45rem .75rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { font-size: .8rem; text-transform: uppercase; letter-spacing: .03em; color: var(--muted); white-space: nowrap; }
 tr:last-child td { border-bottom: none; }
 td.nowrap { white-space: nowrap; }
+/* Session IDs and params may be long: they wrap anywhere instead of pushing columns off-screen. */
+td.long-id { overflow-wrap: anywhere; min-width: 7rem; max-width: 18rem; }
 .summary { overflow-wrap: anywhere; }
 tr.new td { background: var(--new); transition: background 2s; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
@@ -114,12 +116,26 @@ details summary { cursor: pointer; margin: .75rem 0 .5rem; font-weight: 600; }
 #revisions td { vertical-align: middle; }
 .error p { margin: 0; }
 .error ul { margin: .4rem 0 0; padding-left: 1.25rem; }
-.visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+.visually-hidden {
+  position: absolute; width: 1px; height: 1px; margin: -1px; padding: 0; border: 0; overflow: hidden;
+  clip: rect(0 0 0 0); clip-path: inset(50%); white-space: nowrap;
+}
 @media (max-width: 640px) {
   :root { font-size: 14px; }
   header.top { padding: .5rem; }
   nav.main { order: 3; flex-basis: 100%; }
-  nav.main ul { flex-wrap: nowrap; overflow-x: auto; }
+  nav.main ul { flex-wrap: wrap; }
+  /* A table of cards: each row a block, each cell labelled with its column. */
+  table.stack-narrow thead { display: none; }
+  table.stack-narrow caption { display: block; }
+  table.stack-narrow, table.stack-narrow tbody, table.stack-narrow tr, table.stack-narrow td { display: block; width: 100%; }
+  table.stack-narrow tr { border-bottom: 1px solid var(--line); padding: .35rem 0; }
+  table.stack-narrow td { border-bottom: none; max-width: none; }
+  table.stack-narrow td[data-label]::before {
+    content: attr(data-label); display: block; font-size: .75rem; font-weight: 600; color: var(--muted);
+    text-transform: uppercase; letter-spacing: .03em;
+  }
+  table.stack-narrow .decide { min-width: 0; }
   .whoami .scopes { display: none; }
   main { padding: .6rem; }
   th, td { padding: .4rem .5rem; }
