@@ -273,9 +273,11 @@ const policyObjectSchema = z.strictObject({
     .array(nameSchema)
     .min(1)
     .default([...DEFAULT_TYPES]),
-  sources: authorKeyedRecord('source name', nameSchema, z.number().int().min(0)).default({
-    ...DEFAULT_SOURCES,
-  }),
+  // Checked here rather than across fields: only a map that parsed is known to be empty (one
+  // whose only names are invalid is reported for those names alone).
+  sources: authorKeyedRecord('source name', nameSchema, z.number().int().min(0))
+    .refine((sources) => Object.keys(sources).length > 0, 'At least one source is required')
+    .default({ ...DEFAULT_SOURCES }),
   low_trust_below: z.number().int().min(0).default(DEFAULT_LOW_TRUST_BELOW),
   open_conflicts: verdictSchema.default('Warn'),
   rules: z.array(ruleSchema).default([]),
@@ -302,9 +304,6 @@ function crossCheck(policy: unknown, ctx: z.RefinementCtx): void {
   const sources = isRecord(policy['sources']) ? policy['sources'] : DEFAULT_SOURCES;
   if (new Set(types).size !== types.length) {
     ctx.addIssue({ code: 'custom', path: ['types'], message: 'Types must be unique' });
-  }
-  if (Object.keys(sources).length === 0) {
-    ctx.addIssue({ code: 'custom', path: ['sources'], message: 'At least one source is required' });
   }
   reportDuplicateNames(policy['rules'], ['rules'], ctx);
   reportMisplacedApprovals(policy['rules'], ['rules'], ctx);

@@ -293,6 +293,13 @@ describe('compilePolicy: what would otherwise vanish or fail later', () => {
           '2:12: Invalid name "Admin": Must be lower-case letters, digits and _, starting with a letter',
       },
     ]);
+    // A map whose only name is invalid is not also reported as empty.
+    expect(compileError('version: 1\nsources: { Admin: 5 }\n').errors.map((e) => e.path)).toEqual([
+      'sources.Admin',
+    ]);
+    expect(compileError('version: 1\nsources: {}\n').errors).toEqual([
+      { path: 'sources', message: '2:10: At least one source is required' },
+    ]);
   });
 
   it('refuses a matches() pattern, timestamp or duration literal that fails on every evaluation', () => {
