@@ -6,31 +6,28 @@
  * button, a stricter policy replayed over recorded decisions and activated with If-Match (422 and
  * 412 shown), a phone-width page, sign out. Screenshots go to test-artifacts/console/.
  */
-import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_POLICY_YAML } from '../../src/gate/index.js';
+import { type ServeProcess, startReceiver, stopServe, waitFor } from '../reliability/fixtures.js';
 import {
-  cli,
-  type ServeProcess,
-  startReceiver,
-  startServe,
-  stopServe,
-  waitFor,
-} from '../reliability/fixtures.js';
+  APPROVAL_POLICY,
+  artifacts,
+  CHROMIUM,
+  callApi,
+  hasChromium,
+  launchChromium,
+  openPage,
+  root,
+  signIn,
+  startConsoleServe,
+} from './consoleHarness.js';
 
-const CHROMIUM = process.env['GATEHOUSE_TEST_CHROMIUM'] ?? '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium)
   console.warn(`console browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium)`);
 
-const run = promisify(execFile);
-const root = join(import.meta.dirname, '../..');
-const artifacts = join(root, 'test-artifacts/console');
 /** The README's pictures: the top of the page, or (with a selector) one part of it. */
 const DOC_SHOTS: Record<string, string | null> = {
   history: null,
@@ -40,11 +37,7 @@ const DOC_SHOTS: Record<string, string | null> = {
   policy: '#replay-result .replay-report',
 };
 
-/** The built-in policy, with its over-budget Block holding the payment for a `finance` approver. */
-const POLICY = DEFAULT_POLICY_YAML.replace(
-  "exceeds the budget of {state['budget.limit'].value}.\"\n",
-  "exceeds the budget of {state['budget.limit'].value}.\"\n        approval: { expires_in: 15m, approvers: [finance] }\n",
-);
+const POLICY = APPROVAL_POLICY;
 
 /** A stricter candidate: the same, plus a global rule that blocks every email. */
 const STRICT = POLICY.replace(
@@ -61,7 +54,6 @@ const TRANSFER = {
 
 describe.skipIf(!hasChromium)('the web console in Chromium', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-console-'));
-  const db = join(dir, 'console.db');
   let server: ServeProcess;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let browser: Browser;
@@ -74,35 +66,13 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
   let webhookId: string;
   const pageErrors: string[] = [];
 
-  const api = async (method: string, path: string, body?: unknown, key = admin) => {
-    const res = await fetch(`${server.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      ...(body ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-    return text ? JSON.parse(text) : undefined;
-  };
+  const api = (method: string, path: string, body?: unknown, key = admin) =>
+    callApi(server.url, key, method, path, body);
   const write = (session: string, key: string, value: string, source: string) =>
     api('POST', '/v1/state/items', { session_id: session, key, value, type: 'fact', source });
 
-  async function open(context: BrowserContext, hash = ''): Promise<Page> {
-    const page = await context.newPage();
-    page.on('pageerror', (error) => pageErrors.push(error.message));
-    page.on('console', (msg) => {
-      // A CSP violation or a failed module load shows up here.
-      if (msg.type() === 'error' && !/Failed to load resource/.test(msg.text())) pageErrors.push(msg.text());
-    });
-    await page.goto(`${server.url}/ui/${hash}`);
-    return page;
-  }
-
-  async function signIn(page: Page, key: string): Promise<void> {
-    await page.getByLabel('API key').fill(key);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await expect.poll(() => page.locator('#whoami').count()).toBe(1);
-  }
+  const open = (context: BrowserContext, hash = ''): Promise<Page> =>
+    openPage(context, `${server.url}/ui/${hash}`, pageErrors, { consoleErrors: true });
 
   const shot = async (page: Page, name: string) => {
     await page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
@@ -140,28 +110,13 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
   };
 
   beforeAll(async () => {
-    mkdirSync(artifacts, { recursive: true });
     // The receiver refuses the first delivery, so there is a failed attempt to redeliver.
     receiver = await startReceiver((n) => (n === 1 ? 500 : 204));
     expect(POLICY).toContain('approvers: [finance]');
-    writeFileSync(join(dir, 'policy.yaml'), POLICY);
-    server = await startServe(
-      [
-        '--database',
-        db,
-        '--policy',
-        join(dir, 'policy.yaml'),
-        '--allow-insecure-loopback-webhooks',
-        '--rate-limit',
-        '0',
-      ],
-      { cwd: dir },
-    );
+    const started = await startConsoleServe(dir, POLICY);
+    server = started.server;
     admin = server.key!;
-    const createKey = async (...args: string[]) => {
-      const { stdout } = await run(process.execPath, [cli, 'keys', 'create', '--database', db, ...args]);
-      return stdout.split('\n')[0]!.trim();
-    };
+    const { createKey } = started;
     viewer = await createKey('--name', 'viewer', '--scopes', 'history:read,state:read');
     agent = await createKey('--name', 'agent', '--scopes', 'gate:evaluate,state:write');
     alice = await createKey(
@@ -183,18 +138,7 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
       params: { amount: 120, api_key: 'sk_live_abcdefghijklmnopqrstuvwx' },
     });
     await waitFor(() => receiver.received.length >= 1, 10_000, 'the first delivery attempt');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {

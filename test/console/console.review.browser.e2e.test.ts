@@ -6,27 +6,25 @@
  * and a phone-width header and webhook page without sideways scrolling.
  * Screenshots go to test-artifacts/console/review-*.png.
  */
-import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_POLICY_YAML } from '../../src/gate/index.js';
-import { cli, type ServeProcess, startReceiver, startServe, stopServe } from '../reliability/fixtures.js';
-
-const CHROMIUM = process.env['GATEHOUSE_TEST_CHROMIUM'] ?? '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-
-const run = promisify(execFile);
-const artifacts = join(import.meta.dirname, '../../test-artifacts/console');
+import { type ServeProcess, startReceiver, stopServe } from '../reliability/fixtures.js';
+import {
+  APPROVAL_POLICY,
+  artifacts,
+  callApi,
+  hasChromium,
+  launchChromium,
+  openPage,
+  signIn,
+  startConsoleServe,
+} from './consoleHarness.js';
 
 /** Payments over budget held for a `finance` approver; a deploy reads the Stripe key. */
-const POLICY = `${DEFAULT_POLICY_YAML.replace(
-  "exceeds the budget of {state['budget.limit'].value}.\"\n",
-  "exceeds the budget of {state['budget.limit'].value}.\"\n        approval: { expires_in: 15m, approvers: [finance] }\n",
-)}  "deploy.*":
+const POLICY = `${APPROVAL_POLICY}  "deploy.*":
     requires:
       - key: integrations.stripe_key
 `;
@@ -38,7 +36,6 @@ const LONG_SESSION = `support-ticket-${'x'.repeat(70)}-customer-acme-corporation
 
 describe.skipIf(!hasChromium)('the console after review, in Chromium', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-console-review-'));
-  const db = join(dir, 'console.db');
   let server: ServeProcess;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let browser: Browser;
@@ -50,16 +47,8 @@ describe.skipIf(!hasChromium)('the console after review, in Chromium', () => {
   let webhookId: string;
   const pageErrors: string[] = [];
 
-  const api = async (method: string, path: string, body?: unknown, key = admin) => {
-    const res = await fetch(`${server.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      ...(body ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-    return text ? JSON.parse(text) : undefined;
-  };
+  const api = (method: string, path: string, body?: unknown, key = admin) =>
+    callApi(server.url, key, method, path, body);
   const write = (session: string, key: string, value: string, source: string) =>
     api('POST', '/v1/state/items', { session_id: session, key, value, type: 'fact', source });
   /** A payment over the session's budget: held for a `finance` approver. */
@@ -74,17 +63,17 @@ describe.skipIf(!hasChromium)('the console after review, in Chromium', () => {
     return held.approval.id as string;
   };
 
-  async function open(context: BrowserContext, hash = ''): Promise<Page> {
-    const page = await context.newPage();
-    page.on('pageerror', (error) => pageErrors.push(error.message));
-    await page.goto(`${server.url}/ui/${hash}`);
-    return page;
-  }
-  async function signIn(page: Page, key: string): Promise<void> {
-    await page.getByLabel('API key').fill(key);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await expect.poll(() => page.locator('#whoami').count()).toBe(1);
-  }
+  const open = (context: BrowserContext, hash = ''): Promise<Page> =>
+    openPage(context, `${server.url}/ui/${hash}`, pageErrors);
+  /** Requests matching `pattern` get a 401, as they would once the key is revoked. */
+  const answer401 = (page: Page, pattern: string) =>
+    page.route(pattern, (route) =>
+      route.fulfill({
+        status: 401,
+        contentType: 'application/problem+json',
+        body: '{"code":"unauthorized"}',
+      }),
+    );
   const shot = (page: Page, name: string) =>
     page.screenshot({ path: join(artifacts, `review-${name}.png`), fullPage: true });
   const overflow = (page: Page) =>
@@ -98,26 +87,11 @@ describe.skipIf(!hasChromium)('the console after review, in Chromium', () => {
   };
 
   beforeAll(async () => {
-    mkdirSync(artifacts, { recursive: true });
     receiver = await startReceiver(() => 204);
-    writeFileSync(join(dir, 'policy.yaml'), POLICY);
-    server = await startServe(
-      [
-        '--database',
-        db,
-        '--policy',
-        join(dir, 'policy.yaml'),
-        '--allow-insecure-loopback-webhooks',
-        '--rate-limit',
-        '0',
-      ],
-      { cwd: dir },
-    );
+    const started = await startConsoleServe(dir, POLICY);
+    server = started.server;
     admin = server.key!;
-    const createKey = async (...args: string[]) => {
-      const { stdout } = await run(process.execPath, [cli, 'keys', 'create', '--database', db, ...args]);
-      return stdout.split('\n')[0]!.trim();
-    };
+    const { createKey } = started;
     alice = await createKey(
       '--name',
       'alice',
@@ -138,10 +112,7 @@ describe.skipIf(!hasChromium)('the console after review, in Chromium', () => {
     await write('ops-7', 'deploy.region', 'eu-west-1', 'user_input');
     await write(LONG_SESSION, 'budget.limit', '100', 'user_input');
     await write('pay-1', 'budget.limit', '100', 'user_input');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'],
-    });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {
@@ -245,13 +216,7 @@ describe.skipIf(!hasChromium)('the console after review, in Chromium', () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const page = await open(context, '#/sessions');
     await signIn(page, reader);
-    await page.route('**/v1/history/events**', (route) =>
-      route.fulfill({
-        status: 401,
-        contentType: 'application/problem+json',
-        body: '{"code":"unauthorized"}',
-      }),
-    );
+    await answer401(page, '**/v1/history/events**');
     await page.evaluate("location.hash = '#/history'");
     await page.getByText('The key is no longer valid; sign in again.').waitFor();
     expect(await page.evaluate<number>('sessionStorage.length')).toBe(0);
@@ -261,13 +226,7 @@ describe.skipIf(!hasChromium)('the console after review, in Chromium', () => {
     const deciding = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const alicePage = await open(deciding, `#/approvals/${id}`);
     await signIn(alicePage, alice);
-    await alicePage.route('**/approve', (route) =>
-      route.fulfill({
-        status: 401,
-        contentType: 'application/problem+json',
-        body: '{"code":"unauthorized"}',
-      }),
-    );
+    await answer401(alicePage, '**/approve');
     await alicePage.getByRole('button', { name: /^Approve / }).click();
     await alicePage.getByText('The key is no longer valid; sign in again.').waitFor();
     expect(await alicePage.evaluate<number>('sessionStorage.length')).toBe(0);
