@@ -6,6 +6,8 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import GithubSlugger from 'github-slugger';
 import { describe, expect, it } from 'vitest';
+import { compilePolicy } from '../src/gate/index.js';
+import { parsePolicyTestFile } from '../src/lifecycle/policyTestFile.js';
 
 const root = join(import.meta.dirname, '..');
 
@@ -70,5 +72,30 @@ describe('README and docs/', () => {
       }
       expect(broken).toEqual([]);
     });
+  }
+});
+
+/** The YAML blocks of a page, as written. */
+function yamlBlocks(path: string): string[] {
+  return [...readFileSync(path, 'utf8').matchAll(/^```yaml\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
+}
+
+describe('the policies the manual shows', () => {
+  const blocks = pages.flatMap((page) => yamlBlocks(page).map((text) => ({ page: relative(root, page), text })));
+
+  it('are there to check', () => {
+    expect(blocks.filter((b) => b.text.startsWith('version: 1')).length).toBeGreaterThan(2);
+  });
+
+  for (const [n, { page, text }] of blocks.entries()) {
+    if (text.startsWith('version: 1')) {
+      it(`${page}, policy #${n}: loads`, () => {
+        expect(() => compilePolicy(text)).not.toThrow();
+      });
+    } else if (/^(# .*\n)*cases:/.test(text)) {
+      it(`${page}, policy test file #${n}: parses`, () => {
+        expect(parsePolicyTestFile(text, { path: page }).cases.length).toBeGreaterThan(0);
+      });
+    }
   }
 });
