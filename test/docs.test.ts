@@ -81,7 +81,9 @@ function yamlBlocks(path: string): string[] {
 }
 
 describe('the policies the manual shows', () => {
-  const blocks = pages.flatMap((page) => yamlBlocks(page).map((text) => ({ page: relative(root, page), text })));
+  const blocks = pages.flatMap((page) =>
+    yamlBlocks(page).map((text) => ({ page: relative(root, page), text })),
+  );
 
   it('are there to check', () => {
     expect(blocks.filter((b) => b.text.startsWith('version: 1')).length).toBeGreaterThan(2);
