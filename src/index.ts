@@ -40,6 +40,7 @@ export {
   type GateReason,
   type GateResult,
   gateStateOf,
+  KEY_SET_READ,
   loadPolicyFile,
   type PolicyRuleInfo,
   type StateView,

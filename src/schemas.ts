@@ -285,6 +285,10 @@ export const DecisionSchema = z.object({
   session_id: z.string(),
   action: z.string(),
   policy: z.object({ revision: z.string() }),
+  /**
+   * `{key: version}` of every state item the decision read; 0 for a key read while absent, and
+   * `"*"` (the number of items) when a rule read the whole key set.
+   */
   state_versions: z.record(z.string(), z.number().int()),
   evaluated_at: z.string(),
   /** Only when a rule with `approval:` held the action, or an approval released it. */
@@ -526,7 +530,7 @@ export const ApprovalSchema = z.object({
   action: z.string(),
   /** The action's parameters as evaluated (secrets masked). */
   params: z.record(z.string(), z.unknown()),
-  /** The version of every state item the held decision read. */
+  /** The version of every state item the held decision read (as a decision's `state_versions`). */
   state_versions: z.record(z.string(), z.number().int()),
   policy: z.object({ revision: z.string() }),
   /** The rules that held the action, and the first one's message. */

@@ -10,6 +10,7 @@ import {
   classify,
   type Decision,
   type HistoryPage,
+  KEY_SET_READ,
   maskValue,
   type RecordStateResult,
   type StateItem,
@@ -69,7 +70,11 @@ export function renderRecordState(result: RecordStateResult): string {
 /** `Block: <reason> (decision dec_…; keys budget.limit)` */
 export function renderDecision(decision: Decision): string {
   const keys = [...new Set(decision.reasons.flatMap((r) => r.keys))];
-  const shownKeys = keys.length > 0 ? keys : Object.keys(decision.state_versions);
+  // Items that existed: not the key-set entry, nor a key read while absent (version 0).
+  const existing = Object.entries(decision.state_versions).filter(
+    ([key, version]) => version > 0 && key !== KEY_SET_READ,
+  );
+  const shownKeys = keys.length > 0 ? keys : existing.map(([key]) => key);
   const suffix = shownKeys.length > 0 ? `; keys ${shownKeys.join(', ')}` : '';
   const lines = [`${decision.verdict}: ${decision.reason} (decision ${decision.decision_id}${suffix})`];
   if (decision.reasons.length > 1) {

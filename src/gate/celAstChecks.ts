@@ -1,6 +1,6 @@
 /**
  * What a policy learns from a compiled expression's syntax tree: the string literals (state keys
- * it may read), whether it iterates, whether a `matches()` pattern is computed, how deep it nests
+ * it may read), whether it reads a variable at all, whether it iterates, whether a `matches()` pattern is computed, how deep it nests
  * and which calls on literals to try at load.
  *
  * cel-js nodes are `{op, args, pos}`; a call is `op: 'call'` (`f(x)`, args `[name, [x]]`) or
@@ -146,6 +146,19 @@ export function hasComprehension(ast: ASTNode): boolean {
   let found = false;
   walkCelAst(ast, (node) => {
     found = COMPREHENSIONS.has(calledFunction(node) as string);
+    return !found;
+  });
+  return found;
+}
+
+/**
+ * True when the expression names the variable `name`. A comprehension variable of that name
+ * counts too: an overestimate, which only costs the caller a read it did not need to watch.
+ */
+export function readsVariable(ast: ASTNode, name: string): boolean {
+  let found = false;
+  walkCelAst(ast, (node) => {
+    found = node.op === 'id' && node.args === name;
     return !found;
   });
   return found;

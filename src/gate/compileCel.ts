@@ -12,6 +12,7 @@ import {
   findLiteralCalls,
   findTooDeepNode,
   hasComprehension,
+  readsVariable,
 } from './celAstChecks.js';
 import { celEnvironment } from './celEnvironment.js';
 import { celErrorSummary } from './celMessages.js';
@@ -34,6 +35,11 @@ export interface CelProgram {
    * `filter`): the only way CEL repeats work, so the only programs run on a metered activation.
    */
   readonly iterates: boolean;
+  /**
+   * True when the expression names `state`: only such programs can read state items, so only
+   * their evaluations watch which items they read (see `stateReads.ts`).
+   */
+  readonly readsState: boolean;
   /** Evaluates the expression; throws on evaluation errors. */
   run(activation: CelActivation): unknown;
 }
@@ -102,6 +108,7 @@ export function compileCel(source: string, options: { bool: boolean }): CelCompi
       source,
       stringLiterals: collectStringLiterals(parsed.ast),
       iterates: hasComprehension(parsed.ast),
+      readsState: readsVariable(parsed.ast, 'state'),
       run: parsed,
     },
   };
