@@ -301,6 +301,27 @@ describe('replays are refused', () => {
     expect((await gh.evaluate(transfer(9000), b)).verdict).toBe('Allow');
   });
 
+  it("an agent's key reads only the approvals it asked for; deciders and history readers read all", async () => {
+    const other: CallContext = { keyId: 'key_other', scopes: ['gate:evaluate'], labels: [] };
+    const id = (await gh.evaluate(transfer(9000), agent)).approval!.id;
+    const error = await gh.getApproval(id, { wait: 30 }, other).then(
+      () => null,
+      (e: unknown) => e as GatehouseError,
+    );
+    expect(error).toMatchObject({ code: 'not_found', message: `Approval '${id}' was not found.` });
+    expect((await gh.getApproval(id, {}, agent)).id).toBe(id);
+    for (const reader of [
+      finance,
+      { keyId: 'key_audit', scopes: ['gate:evaluate', 'history:read'] },
+      { keyId: 'key_admin', scopes: ['admin'] },
+      undefined,
+    ] as const) {
+      expect((await gh.getApproval(id, {}, reader)).id).toBe(id);
+    }
+    await gh.evaluate(transfer(9000), other);
+    expect((await gh.getApproval(id, {}, other)).id).toBe(id);
+  });
+
   it('allow_self_approval lets every requester approve', async () => {
     const refund = { session_id: 's1', action: 'refunds.issue', params: { order: 'o-2' } };
     const held = await gh.evaluate(refund, agent);
