@@ -155,6 +155,21 @@ function decideForm(
   );
 }
 
+/**
+ * Which rules held the action and why (the approval's `rules` and the first one's message), so an
+ * approver sees the reason where they decide.
+ */
+function heldBy(approval: Approval): HTMLElement {
+  return h(
+    'div',
+    { class: 'held-by' },
+    'Held by ',
+    ...approval.rules.flatMap((rule, i) => [i > 0 ? ', ' : '', h('code', {}, rule)]),
+    ': ',
+    approval.reason,
+  );
+}
+
 /** `amount=9000, to="acct-9"`, cut to a table cell's width. */
 function paramsLine(params: Record<string, unknown>): HTMLElement {
   const text = Object.entries(params)
@@ -208,7 +223,7 @@ async function renderQueue(root: HTMLElement, ctx: PageContext): Promise<void> {
 
   const approvalRow = (a: Approval): HTMLTableRowElement => {
     const tr = row(
-      link(`approvals/${seg(a.id)}`, h('strong', {}, a.action)),
+      h('td', { class: 'held' }, link(`approvals/${seg(a.id)}`, h('strong', {}, a.action)), heldBy(a)),
       h('td', { class: 'long-id' }, paramsLine(a.params)),
       h('td', { class: 'long-id' }, link(`sessions/${seg(a.session_id)}`, a.session_id)),
       badge(a.status),

@@ -315,6 +315,12 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     const heldRow = page.locator('tbody tr', { hasText: 'payments.transfer' });
     await expect.poll(() => heldRow.count()).toBe(1);
     expect(await heldRow.textContent()).toContain('amount=9000');
+    // The approver sees which rule held it and why, in the queue itself.
+    const heldBy = heldRow.locator('.held-by');
+    expect(await heldBy.count()).toBe(1);
+    expect(await heldBy.locator('code').textContent()).toBe('over_budget');
+    expect(await heldBy.textContent()).toContain('Transfer of 9000 exceeds the budget of 5000.');
+    expect(await heldBy.isVisible()).toBe(true);
     expect(await heldRow.locator(`a[href="#/approvals/${id}"]`).count()).toBe(1);
     await page.getByLabel('Comment (optional)').fill('invoice 42 checked');
     await shot(page, 'approvals');
