@@ -179,7 +179,9 @@ export interface Gatehouse {
    * Reads an approval. An approval past its `expires_at` is marked `expired` now (and an
    * `approval.expired` event written): expiry is lazy. With `wait` (seconds, at most 60) a
    * pending approval is read again until it is decided, expires or the wait is over.
-   * @throws {GatehouseError} `not_found`
+   * A caller whose scopes include none of `approvals:decide`, `history:read` and `admin` (an
+   * agent's `gate:evaluate` key) reads only approvals it asked for (`requesters`).
+   * @throws {GatehouseError} `not_found`, also for an approval the caller may not read
    */
   getApproval(approvalId: string, query?: ApprovalWait, ctx?: CallContext): Promise<Approval>;
   /** Approvals, newest first; expires the due ones first. */

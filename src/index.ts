@@ -5,6 +5,7 @@
  * `gatehouse/sqlite` and `gatehouse/postgres`.
  */
 
+export { IN_PROCESS_CALLER } from './approvals/approverCheck.js';
 export {
   authenticateApiKey,
   type CreateApiKeyOptions,

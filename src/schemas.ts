@@ -548,6 +548,12 @@ export const ApprovalSchema = z.object({
   uses_left: z.number().int().min(0),
   /** The key whose evaluation asked (null: an in-process call). */
   requested_by: z.string().nullable(),
+  /**
+   * Every caller whose evaluation asked for it while it was pending, first to last (key IDs;
+   * `in-process` for an in-process call): none of them may decide it unless self-approval is
+   * allowed.
+   */
+  requesters: z.array(z.string()),
   /** The decision that held the action. */
   decision_id: z.string(),
   created_at: z.string(),

@@ -440,7 +440,7 @@ export const API_ROUTES = {
     tag: 'Approvals',
     summary: 'Read an approval; `?wait=30` waits until it is decided or expired',
     description:
-      'With `wait` (seconds, at most 60) a pending approval is answered when it is approved, denied or expires, or when the wait is over (then still `pending`). Needs `gate:evaluate` (the agent waiting) or `approvals:decide`.',
+      'With `wait` (seconds, at most 60) a pending approval is answered when it is approved, denied or expires, or when the wait is over (then still `pending`). Needs `gate:evaluate` (the agent waiting) or `approvals:decide`. A key without `approvals:decide`, `history:read` or `admin` reads only the approvals its own evaluations asked for; any other is 404, as if it did not exist.',
     scope: ['gate:evaluate', 'approvals:decide'],
     params: IdParam,
     query: ApprovalWaitSchema,

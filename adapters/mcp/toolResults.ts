@@ -83,7 +83,7 @@ export function renderDecision(decision: Decision): string {
   const approval = decision.approval;
   if (decision.verdict === 'Block' && approval?.status === 'pending') {
     lines.push(
-      `This action is HELD for approval ${approval.id} (expires ${approval.expires_at}). Do not perform it, and do not try other parameters to get around the hold: a person must approve exactly this action. Tell the user it awaits approval; call wait_for_approval with approval_id "${approval.id}" to wait for the decision.`,
+      `This action is HELD for approval ${approval.id} (expires ${approval.expires_at}). Do not perform it, and do not try other parameters to get around the hold: a person must approve exactly this action. Tell the user it awaits approval; call wait_for_approval with approval_id "${approval.id}" and the same session_id, action, params and context to wait for the decision.`,
     );
   } else if (decision.verdict === 'Block') {
     lines.push('Do not perform this action.');

@@ -220,4 +220,15 @@ DROP TABLE chain_heads;
 CREATE VIEW chain_heads AS SELECT tenant_id, max(seq) AS seq, hash FROM events GROUP BY tenant_id;
 `,
   },
+  {
+    version: 8,
+    name: 'every requester of an approval',
+    // Self-approval is refused to every key that asked for a pending approval, not only the
+    // first: a JSON array of key IDs (`in-process` for an in-process call), the first one being
+    // `requested_by`, which is all an older row knows.
+    sql: `
+ALTER TABLE approvals ADD COLUMN requesters TEXT NOT NULL DEFAULT '[]';
+UPDATE approvals SET requesters = '["' || COALESCE(requested_by, 'in-process') || '"]';
+`,
+  },
 ];

@@ -284,6 +284,15 @@ describe('the console routes', () => {
     const css = await app.request('/ui/assets/console.css');
     expect(css.headers.get('content-type')).toBe('text/css; charset=utf-8');
     expect(await css.text()).not.toMatch(/@import|url\(/);
+    // The shell names its icon, so a browser does not ask for /favicon.ico (a 404 on every load).
+    expect(html).toContain('<link rel="icon" href="assets/favicon.svg" type="image/svg+xml">');
+    const icon = await app.request('/ui/assets/favicon.svg');
+    expect(icon.status).toBe(200);
+    expect(icon.headers.get('content-type')).toBe('image/svg+xml');
+    expect(icon.headers.get('content-security-policy')).toContain("default-src 'self'");
+    expect(await icon.text()).toMatch(
+      /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"[^>]*>[\s\S]*<\/svg>\n$/,
+    );
     expect((await app.request('/ui/assets/nope.js')).status).toBe(404);
     expect((await app.request('/ui/assets/..%2Fmain.js')).status).toBe(404);
   });
