@@ -99,8 +99,9 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   }));
   const mcp = options.mcp;
   const feed = createHistoryFeed();
+  const keys = options.keys ?? gatehouse.store;
   const webRoutes: AnyRoute[] = [
-    createHistoryStreamRoute({ gatehouse, feed, ...options.historyStream }),
+    createHistoryStreamRoute({ gatehouse, feed, keys, ...options.historyStream }),
     ...(mcp ? [{ kind: 'web', method: 'ALL', path: '/mcp', handle: mcp } as const] : []),
   ];
   const consoleRoutes =
@@ -111,7 +112,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const inner: Pipeline = createPipeline(
     {
       gatehouse,
-      keys: options.keys ?? gatehouse.store,
+      keys,
       maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
       limiter: options.rateLimit === false ? null : createRateLimiter(options.rateLimit),
       idempotency: createIdempotency({ store: options.ttlStore ?? new Keyv({ namespace: 'idem' }) }),

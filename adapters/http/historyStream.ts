@@ -5,6 +5,9 @@
  * `readHistory` (one indexed range scan after the last seq), again whenever a write on this
  * instance rings the {@link HistoryFeed} or the poll interval passes; a comment line every
  * heartbeat keeps proxies from closing it; it ends when the client goes away or the app closes.
+ * At every wake it checks its API key again (through the store's key cache, which hears of
+ * revocations), and ends with a comment saying why once the key is revoked: nothing written after
+ * a revocation reaches the stream.
  * A route of its own kind because its answer is a stream, not one JSON value.
  */
 import { z } from 'zod';
@@ -14,6 +17,7 @@ import {
   type Gatehouse,
   GatehouseError,
   type HistoryEvent,
+  type KeyStore,
   type Principal,
   parseInput,
   queryNumber,
@@ -22,7 +26,7 @@ import {
   VerdictSchema,
 } from '../../src/index.js';
 import type { HistoryFeed } from './historyFeed.js';
-import type { WebRoute } from './pipeline.js';
+import { authenticateBearer, type WebRoute } from './pipeline.js';
 import { pathAndSearch, queryObject } from './requestParts.js';
 
 /** The stream's query: the filters of `GET /v1/history/events`, plus a verdict and a start. */
@@ -41,7 +45,7 @@ export const HISTORY_STREAM_DOC = {
   path: '/v1/history/stream',
   summary: 'Follow new history events (server-sent events)',
   description:
-    'A `text/event-stream`: one message per new event, `id` = its `seq`, `data` = the event as JSON. Resume with the `Last-Event-ID` header (or `after_seq`). A comment line is sent every heartbeat; the stream ends when the client disconnects.',
+    'A `text/event-stream`: one message per new event, `id` = its `seq`, `data` = the event as JSON. Resume with the `Last-Event-ID` header (or `after_seq`). A comment line is sent every heartbeat; the stream ends when the client disconnects, or with a comment saying why when the API key is revoked.',
   scope: 'history:read',
   query: HistoryStreamQuerySchema,
 } as const;
@@ -50,6 +54,8 @@ export const HISTORY_STREAM_DOC = {
 export interface HistoryStreamOptions {
   gatehouse: Gatehouse;
   feed: HistoryFeed;
+  /** Where the stream checks its key again at every wake (revoked: the stream ends). */
+  keys: KeyStore;
   /** How often a stream reads the store when nothing rang. @default 1000 */
   pollMs?: number;
   /** How long a stream stays silent before a comment line. @default 15000 */
@@ -78,7 +84,7 @@ function message(event: HistoryEvent): string {
 
 /** The stream route, served by the pipeline after bearer auth like `/mcp`. */
 export function createHistoryStreamRoute(options: HistoryStreamOptions): WebRoute {
-  const { gatehouse, feed } = options;
+  const { gatehouse, feed, keys } = options;
   const pollMs = options.pollMs ?? 1000;
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const maxStreams = options.maxStreams ?? 100;
@@ -112,6 +118,18 @@ export function createHistoryStreamRoute(options: HistoryStreamOptions): WebRout
     request.signal.addEventListener('abort', onAbort, { once: true });
     let lastWrite = Date.now();
     let first = true;
+    let ended = false;
+    const authorization = request.headers.get('authorization');
+    /** False once the key is revoked (or unknown): the store's key cache hears of revocations. */
+    const keyStillValid = async (): Promise<boolean> => {
+      try {
+        await authenticateBearer(keys, authorization);
+        return true;
+      } catch (error) {
+        if (error instanceof GatehouseError && error.code === 'unauthorized') return false;
+        throw error;
+      }
+    };
     open += 1;
     let counted = true;
     const release = () => {
@@ -122,12 +140,17 @@ export function createHistoryStreamRoute(options: HistoryStreamOptions): WebRout
 
     /** The next chunk to send, or undefined when the stream is over. */
     async function next(): Promise<string | undefined> {
+      if (ended) return undefined;
       if (first) {
         first = false;
         return `retry: 2000\n: following after seq ${last}\n\n`;
       }
       for (;;) {
         if (stop.signal.aborted || feed.closed) return undefined;
+        if (!(await keyStillValid())) {
+          ended = true;
+          return ': closed: the API key was revoked\n\n';
+        }
         const page = await gatehouse.readHistory(
           {
             ...filters,

@@ -138,6 +138,26 @@ function jsonReply(status: number, body: unknown): Reply {
   return { status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
 }
 
+/**
+ * Resolves an `Authorization: Bearer <key>` header to its principal; a stream checks its key
+ * again with it while it stays open.
+ * @throws {GatehouseError} `unauthorized` when the header is missing or malformed, or the key is
+ *   unknown or revoked
+ */
+export async function authenticateBearer(
+  keys: KeyStore,
+  header: string | null | undefined,
+): Promise<Principal> {
+  const token = header ? BEARER.exec(header)?.[1] : undefined;
+  if (token === undefined) {
+    throw new GatehouseError(
+      'unauthorized',
+      header ? 'The Authorization header must be `Bearer <key>`.' : 'Missing Authorization: Bearer <key>.',
+    );
+  }
+  return authenticateApiKey(keys, token);
+}
+
 /** Builds the pipeline over `routes`. */
 export function createPipeline(options: PipelineOptions, routes: readonly AnyRoute[]): Pipeline {
   const { gatehouse, keys, maxBodyBytes, limiter, idempotency, metrics } = options;
@@ -190,15 +210,7 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
   }
 
   async function authenticate(incoming: Incoming): Promise<Principal> {
-    const header = incoming.header('authorization');
-    const token = header ? BEARER.exec(header)?.[1] : undefined;
-    if (token === undefined) {
-      throw new GatehouseError(
-        'unauthorized',
-        header ? 'The Authorization header must be `Bearer <key>`.' : 'Missing Authorization: Bearer <key>.',
-      );
-    }
-    const principal = await authenticateApiKey(keys, token);
+    const principal = await authenticateBearer(keys, incoming.header('authorization'));
     if (limiter) {
       const wait = limiter(principal.keyId);
       if (wait > 0) {

@@ -57,10 +57,11 @@ afterEach(async () => {
 
 const auth = (k = admin, extra: Record<string, string> = {}) => ({ authorization: `Bearer ${k}`, ...extra });
 
-const write = (session: string, value: string) =>
-  app.request('/v1/state/items', {
+/** Records `budget.limit` = `value` in `session` through `via`, with key `as`. */
+const writeWith = (via: HttpApp, as: string, session: string, value: string) =>
+  via.request('/v1/state/items', {
     method: 'POST',
-    headers: auth(admin, { 'content-type': 'application/json' }),
+    headers: auth(as, { 'content-type': 'application/json' }),
     body: JSON.stringify({
       session_id: session,
       key: 'budget.limit',
@@ -69,6 +70,8 @@ const write = (session: string, value: string) =>
       source: 'user_input',
     }),
   });
+
+const write = (session: string, value: string) => writeWith(app, admin, session, value);
 
 /** Reads SSE messages from a body until `count` data messages (or a comment matching `until`). */
 function sseReader(body: ReadableStream<Uint8Array>) {
@@ -181,6 +184,56 @@ describe('GET /v1/history/stream (web face)', () => {
     await sse.next(0);
     app.close();
     expect(await sse.next(1)).toEqual([]);
+  });
+
+  it('ends when its key is revoked, before sending another event', async () => {
+    const reader = await key(['history:read'], 'reader');
+    const sse = sseReader((await app.request('/v1/history/stream', { headers: auth(reader) })).body!);
+    await write('s1', '1');
+    expect((await sse.next(1))[0]!.data).toMatchObject({ seq: 1 });
+    const [stored] = (await store.listApiKeys()).filter((k) => k.name === 'reader');
+    expect(await store.revokeApiKey(stored!.id, new Date().toISOString())).toBe(true);
+    await write('s1', '2');
+    expect(await sse.next(1)).toEqual([]);
+    expect(sse.comments).toContain(': closed: the API key was revoked');
+    expect((await app.request('/v1/history/stream', { headers: auth(reader) })).status).toBe(401);
+  });
+
+  it('ends when another process revokes its key (`gatehouse keys revoke` on the same database file)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-revoke-'));
+    const filename = join(dir, 'gatehouse.db');
+    const served = openSqliteStore({ filename });
+    const cli = openSqliteStore({ filename });
+    try {
+      const made = await createApiKey(
+        served,
+        { ids: createIdGenerator(), randomBytes: systemRandomBytes, now: new Date() },
+        { scopes: ['admin'], name: 'file' },
+      );
+      const fileApp = createHttpApp({ gatehouse: createGatehouse({ store: served }), rateLimit: false });
+      const sse = sseReader(
+        (await fileApp.request('/v1/history/stream', { headers: auth(made.secret) })).body!,
+      );
+      await sse.next(0);
+      expect(await cli.revokeApiKey(made.key.id, new Date().toISOString())).toBe(true);
+      const written = await writeWith(fileApp, made.secret, 'f', '1');
+      expect(written.status).toBe(401);
+      // A write by a key that still works wakes the stream: it checks its own key and ends.
+      const other = await createApiKey(
+        cli,
+        { ids: createIdGenerator(), randomBytes: systemRandomBytes, now: new Date() },
+        { scopes: ['admin'], name: 'other' },
+      );
+      const ok = await writeWith(fileApp, other.secret, 'f', '2');
+      expect(ok.status).toBe(201);
+      expect(await sse.next(1)).toEqual([]);
+      expect(sse.comments).toContain(': closed: the API key was revoked');
+      fileApp.close();
+    } finally {
+      await served.close();
+      await cli.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('refuses a bad Last-Event-ID, a missing key and a key without history:read', async () => {
