@@ -12,13 +12,14 @@ import { createHistoryFeed } from './historyFeed.js';
 import { createHistoryStreamRoute, type HistoryStreamOptions } from './historyStream.js';
 import { createIdempotency } from './idempotency.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import { createNodeListener } from './nodeListener.js';
+import { createNodeListener, type NodeExchange } from './nodeListener.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { type AnyRoute, createPipeline, type Pipeline } from './pipeline.js';
 import { createRateLimiter, type RateLimiterOptions } from './rateLimiter.js';
 import { pathAndSearch, readNodeBody, readWebBody } from './requestParts.js';
 import { API_ROUTES } from './routes.js';
 import { createServiceRoutes } from './serviceRoutes.js';
+import { dropWhenStalled } from './stalledResponses.js';
 
 /** Options for {@link createHttpApp}. */
 export interface HttpAppOptions {
@@ -53,8 +54,12 @@ export interface HttpAppOptions {
    * @default false (`gatehouse serve` turns it on; `--no-ui` off)
    */
   console?: boolean | ConsoleOptions;
-  /** `GET /v1/history/stream`: poll interval, heartbeat and open-stream limit. @default 1 s, 15 s, 100 */
-  historyStream?: Pick<HistoryStreamOptions, 'pollMs' | 'heartbeatMs' | 'maxStreams'>;
+  /**
+   * `GET /v1/history/stream`: poll interval, heartbeat, open streams per key, per tenant and in
+   * all, lifetime, and how long a client that stops reading keeps its connection.
+   * @default 1 s, 15 s, 10, 50, 100, 1 h, 30 s
+   */
+  historyStream?: Omit<HistoryStreamOptions, 'gatehouse' | 'feed' | 'keys'>;
 }
 
 /** The app: a web-standard handler plus what the node:http face and tests need. */
@@ -102,7 +107,16 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const keys = options.keys ?? gatehouse.store;
   const webRoutes: AnyRoute[] = [
     createHistoryStreamRoute({ gatehouse, feed, keys, ...options.historyStream }),
-    ...(mcp ? [{ kind: 'web', method: 'ALL', path: '/mcp', handle: mcp } as const] : []),
+    ...(mcp
+      ? [
+          {
+            kind: 'web',
+            method: 'ALL',
+            path: '/mcp',
+            handle: (request, principal, face) => mcp(request, principal, face.readBody),
+          } satisfies AnyRoute,
+        ]
+      : []),
   ];
   const consoleRoutes =
     options.console === undefined || options.console === false
@@ -134,9 +148,10 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     },
   };
 
-  // `node` is the Node request behind `request` when the node face converted it (a web route):
-  // its body is read from the socket's Buffers instead of through web streams.
-  const serve = async (request: Request, node?: IncomingMessage): Promise<Response> => {
+  // `node` is the Node request and response behind `request` when the node face converted it (a
+  // web route): the body is read from the socket's Buffers instead of through web streams, and a
+  // stream can have a client that stopped reading cut off.
+  const serve = async (request: Request, node?: NodeExchange): Promise<Response> => {
     const { path, search } = pathAndSearch(request.url);
     const reply = await pipeline.handle(
       {
@@ -144,7 +159,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         path,
         search,
         header: (name) => request.headers.get(name) ?? undefined,
-        text: node ? (limit) => readNodeBody(node, limit) : (limit) => readWebBody(request, limit),
+        text: node ? (limit) => readNodeBody(node.req, limit) : (limit) => readWebBody(request, limit),
+        dropWhenStalled: node ? (ms) => dropWhenStalled(node.res, ms) : undefined,
       },
       request,
     );

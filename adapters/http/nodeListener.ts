@@ -4,22 +4,34 @@
  * @hono/node-server). Only `/mcp`, whose SDK transport works on a web `Request`, is handed to
  * @hono/node-server's converter and the web face.
  */
-import { IncomingMessage, type ServerResponse } from 'node:http';
+import { IncomingMessage, ServerResponse } from 'node:http';
 import { getRequestListener } from '@hono/node-server';
 import type { Pipeline } from './pipeline.js';
 import { pathAndSearch, readNodeBody } from './requestParts.js';
 
+/** The Node request and response behind a web `Request` the node face converted. */
+export interface NodeExchange {
+  req: IncomingMessage;
+  res: ServerResponse;
+}
+
 /**
  * A node:http request listener over `pipeline`; `fetch` (the web face) serves web-only routes,
- * given the Node request too so that it can read the body without web streams.
+ * given the Node request and response too, so that it can read the body without web streams and
+ * watch the socket of a long answer.
  */
 export function createNodeListener(
   pipeline: Pipeline,
-  fetch: (request: Request, node?: IncomingMessage) => Promise<Response>,
+  fetch: (request: Request, node?: NodeExchange) => Promise<Response>,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   // This listener is only ever given node:http (HTTP/1) requests, but the type admits HTTP/2.
   const webListener = getRequestListener((request, env) =>
-    fetch(request, env.incoming instanceof IncomingMessage ? env.incoming : undefined),
+    fetch(
+      request,
+      env.incoming instanceof IncomingMessage && env.outgoing instanceof ServerResponse
+        ? { req: env.incoming, res: env.outgoing }
+        : undefined,
+    ),
   );
   return (req, res) => {
     const { path, search } = pathAndSearch(req.url ?? '/');

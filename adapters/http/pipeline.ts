@@ -42,6 +42,12 @@ export interface Incoming {
    * @throws {GatehouseError} `payload_too_large`
    */
   text(limit: number): Promise<string>;
+  /**
+   * Closes the connection once the client has taken nothing of the answer for `ms` while more
+   * waits to be written (its socket's buffers stay full). Only the node:http face sees the socket;
+   * elsewhere the host server decides.
+   */
+  dropWhenStalled?: ((ms: number) => void) | undefined;
 }
 
 /** An unauthenticated service route: `/healthz`, `/readyz`, `/metrics`, the document, problem pages. */
@@ -60,6 +66,14 @@ export interface OperationRoute {
   route: ApiRoute;
 }
 
+/** What a face gives a {@link WebRoute} besides the `Request`. */
+export interface WebFace {
+  /** The face's body reader ({@link Incoming.text}), cheaper than `request.body` on node:http. */
+  readBody: Incoming['text'];
+  /** {@link Incoming.dropWhenStalled}, where the face has it. */
+  dropWhenStalled?: ((ms: number) => void) | undefined;
+}
+
 /**
  * A route that needs a web `Request` after auth (`/mcp`) or answers a stream
  * (`/v1/history/stream`); the node face hands it to the web face.
@@ -68,8 +82,7 @@ export interface WebRoute {
   kind: 'web';
   method: 'ALL' | 'GET';
   path: string;
-  /** `readBody` is the face's body reader ({@link Incoming.text}), cheaper than `request.body` on node:http. */
-  handle(request: Request, principal: Principal, readBody: Incoming['text']): Promise<Response>;
+  handle(request: Request, principal: Principal, face: WebFace): Promise<Response>;
 }
 
 /** Any route the pipeline serves. */
@@ -316,8 +329,11 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
         case 'web': {
           const principal = await authenticate(incoming);
           if (!request) throw new Error(`${entry.pattern} needs a web Request`);
-          const readBody = (limit: number) => incoming.text(limit);
-          return { reply: await route.handle(request, principal, readBody), pattern: entry.pattern };
+          const face: WebFace = {
+            readBody: (limit) => incoming.text(limit),
+            dropWhenStalled: incoming.dropWhenStalled,
+          };
+          return { reply: await route.handle(request, principal, face), pattern: entry.pattern };
         }
       }
     } catch (error) {
