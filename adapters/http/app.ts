@@ -7,10 +7,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import Keyv from 'keyv';
 import type { Logger } from 'pino';
 import type { Gatehouse, KeyStore, Principal } from '../../src/index.js';
+import { type BoundedMemoryStoreOptions, createBoundedMemoryStore } from './boundedMemoryStore.js';
 import { type ConsoleOptions, createConsoleRoutes } from './consoleRoutes.js';
 import { createHistoryFeed } from './historyFeed.js';
 import { createHistoryStreamRoute, type HistoryStreamOptions } from './historyStream.js';
-import { createIdempotency } from './idempotency.js';
+import { createIdempotency, type IdempotencyOptions } from './idempotency.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { createNodeListener, type NodeExchange } from './nodeListener.js';
 import { buildOpenApiDocument } from './openapi.js';
@@ -30,8 +31,20 @@ export interface HttpAppOptions {
   maxBodyBytes?: number;
   /** Per-key rate limit; `false` turns it off. @default 100 requests/s, burst 200 */
   rateLimit?: RateLimiterOptions | false;
-  /** Shared TTL data (idempotency); Redis-backed for several instances. @default in memory */
+  /**
+   * Shared TTL data (idempotency); Redis-backed for several instances.
+   * @default in memory, bounded by `idempotency.maxEntries` and `idempotency.maxBytes`
+   */
   ttlStore?: Keyv;
+  /**
+   * Idempotent responses (`Idempotency-Key` on a POST): how long each is kept; in memory (no
+   * `ttlStore`), at most how many and how many bytes, the oldest going first; and the largest
+   * response kept at all (a larger one is answered with `Idempotency-Status: not-stored`; so is
+   * one over an eighth of `maxBytes` in memory).
+   * @default 24 h, 10,000 entries, 32 MiB, 1 MiB
+   */
+  idempotency?: Pick<BoundedMemoryStoreOptions, 'maxEntries' | 'maxBytes'> &
+    Pick<IdempotencyOptions, 'ttlMs' | 'maxResponseBytes'>;
   logger?: Logger;
   /** Prometheus metrics. @default a fresh registry */
   metrics?: Metrics;
@@ -129,7 +142,19 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       keys,
       maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
       limiter: options.rateLimit === false ? null : createRateLimiter(options.rateLimit),
-      idempotency: createIdempotency({ store: options.ttlStore ?? new Keyv({ namespace: 'idem' }) }),
+      idempotency: createIdempotency({
+        store:
+          options.ttlStore ??
+          new Keyv({
+            store: createBoundedMemoryStore({
+              maxEntries: options.idempotency?.maxEntries,
+              maxBytes: options.idempotency?.maxBytes,
+            }),
+            namespace: 'idem',
+          }),
+        ttlMs: options.idempotency?.ttlMs,
+        maxResponseBytes: options.idempotency?.maxResponseBytes,
+      }),
       metrics,
       logger: options.logger,
       ...(options.problemBaseUrl === undefined ? {} : { problemBaseUrl: options.problemBaseUrl }),
