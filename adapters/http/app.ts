@@ -13,7 +13,7 @@ import { createHistoryFeed } from './historyFeed.js';
 import { createHistoryStreamRoute, type HistoryStreamOptions } from './historyStream.js';
 import { createIdempotency, type IdempotencyOptions } from './idempotency.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import { createNodeListener, type NodeExchange } from './nodeListener.js';
+import { abortedOnClose, createNodeListener, type NodeExchange } from './nodeListener.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { type AnyRoute, createPipeline, type Pipeline } from './pipeline.js';
 import { createRateLimiter, type RateLimiterOptions } from './rateLimiter.js';
@@ -178,6 +178,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   // stream can have a client that stopped reading cut off.
   const serve = async (request: Request, node?: NodeExchange): Promise<Response> => {
     const { path, search } = pathAndSearch(request.url);
+    let signal: AbortSignal | undefined;
     const reply = await pipeline.handle(
       {
         method: request.method,
@@ -186,6 +187,13 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         header: (name) => request.headers.get(name) ?? undefined,
         text: node ? (limit) => readNodeBody(node.req, limit) : (limit) => readWebBody(request, limit),
         dropWhenStalled: node ? (ms) => dropWhenStalled(node.res, ms) : undefined,
+        get signal() {
+          // Behind node:http not `request.signal`: @hono/node-server would build a whole web
+          // Request for it, taking the body stream that `text` reads. A web Request's own signal
+          // otherwise (@hono/node-server aborts it on a disconnect once it has been read).
+          signal ??= node ? abortedOnClose(node.res) : request.signal;
+          return signal;
+        },
       },
       request,
     );

@@ -15,6 +15,19 @@ export interface NodeExchange {
   res: ServerResponse;
 }
 
+/** A signal that aborts when `res` closes before it finished: the client went away. */
+export function abortedOnClose(res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  if (res.closed) {
+    if (!res.writableFinished) controller.abort();
+  } else {
+    res.once('close', () => {
+      if (!res.writableFinished) controller.abort();
+    });
+  }
+  return controller.signal;
+}
+
 /**
  * A node:http request listener over `pipeline`; `fetch` (the web face) serves web-only routes,
  * given the Node request and response too, so that it can read the body without web streams and
@@ -39,6 +52,7 @@ export function createNodeListener(
       void webListener(req, res);
       return;
     }
+    let signal: AbortSignal | undefined;
     pipeline
       .handle({
         method: req.method ?? 'GET',
@@ -49,6 +63,11 @@ export function createNodeListener(
           return Array.isArray(value) ? value.join(', ') : value;
         },
         text: (limit) => readNodeBody(req, limit),
+        // Built on first read only: most requests never need one.
+        get signal() {
+          signal ??= abortedOnClose(res);
+          return signal;
+        },
       })
       .then((reply) => {
         if (reply instanceof Response) throw new Error('a web route answered on the node face');

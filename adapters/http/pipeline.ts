@@ -43,6 +43,11 @@ export interface Incoming {
    */
   text(limit: number): Promise<string>;
   /**
+   * Aborts when the client goes away before the answer is sent. Read only by a route that needs
+   * it (the node:http face builds it on first read).
+   */
+  readonly signal: AbortSignal;
+  /**
    * Closes the connection once the client has taken nothing of the answer for `ms` while more
    * waits to be written (its socket's buffers stay full). Only the node:http face sees the socket;
    * elsewhere the host server decides.
@@ -284,6 +289,9 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
           gatehouse,
           observeDecision,
           header: (name) => incoming.header(name),
+          get signal() {
+            return incoming.signal;
+          },
         });
         const reply = jsonReply(route.statusOf ? route.statusOf(result) : defaultStatus(route), result);
         if (route.responseHeaders) Object.assign(reply.headers, route.responseHeaders(result));
