@@ -73,6 +73,12 @@ export interface CallContext {
    * activation records `keyId`, else this). @default 'in-process'
    */
   actor?: string;
+  /**
+   * Aborts when the caller goes away (faces set it from the request): a long wait
+   * (`getApproval` with `wait`) then ends at once and answers the approval as last read.
+   * @default none: a wait runs to its end
+   */
+  signal?: AbortSignal;
 }
 
 /**

@@ -446,7 +446,9 @@ export const API_ROUTES = {
     query: ApprovalWaitSchema,
     response: { schema: ApprovalSchema, name: 'Approval', statuses: { 200: 'The approval.' } },
     errors: ['not_found'],
-    handle: ({ gatehouse, params, query, context }) => gatehouse.getApproval(params.id, query, context),
+    // A wait ends when the client goes away, so an abandoned long-poll stops reading the store.
+    handle: ({ gatehouse, params, query, context, signal }) =>
+      gatehouse.getApproval(params.id, query, query.wait ? { ...context, signal } : context),
   }),
   approve: defineRoute({
     method: 'POST',

@@ -156,8 +156,9 @@ export function approvalOperations(
       let pause = FIRST_POLL_MS;
       while (approval.status === 'pending') {
         const left = deadline - performance.now();
-        if (left <= 0) break;
-        await waiters.sleep(`${tenantId}\n${approvalId}`, Math.min(pause, left));
+        if (left <= 0 || ctx?.signal?.aborted) break;
+        await waiters.sleep(`${tenantId}\n${approvalId}`, Math.min(pause, left), ctx?.signal);
+        if (ctx?.signal?.aborted) break;
         pause = Math.min(pause * 2, MAX_POLL_MS);
         approval = await readFresh(tenantId, approvalId);
       }
