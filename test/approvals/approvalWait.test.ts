@@ -4,6 +4,8 @@
  * @hono/node-server's converter (the web face), on a real loopback socket.
  */
 import { connect } from 'node:net';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -12,6 +14,7 @@ import {
   type RunningServer,
   startHttpServer,
 } from '../../adapters/http/index.js';
+import { createMcpServer } from '../../adapters/mcp/index.js';
 import { openSqliteStore } from '../../adapters/sqlite/index.js';
 import { createApprovalWaiters } from '../../src/approvals/approvalWaiters.js';
 import {
@@ -94,6 +97,47 @@ describe('getApproval with wait', () => {
     // Nothing is left polling: another wait on the same approval is the only reader now.
     await gh.getApproval(id, {});
     expect(reads).toBe(after + 1);
+  });
+});
+
+describe('wait_for_approval (MCP)', () => {
+  it('stops waiting when the client cancels the call', async () => {
+    const id = await pending();
+    const running: Promise<unknown>[] = [];
+    const server = createMcpServer({ gatehouse: gh, onToolCall: (call) => running.push(call) });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverSide);
+    const client = new Client({ name: 'gatehouse-test', version: '1.0.0' });
+    await client.connect(clientSide);
+    try {
+      const abort = new AbortController();
+      const call = client.callTool(
+        {
+          name: 'wait_for_approval',
+          arguments: {
+            approval_id: id,
+            session_id: 's1',
+            action: 'payments.transfer',
+            params: { amount: 9000 },
+            timeout_seconds: 60,
+          },
+        },
+        undefined,
+        { signal: abort.signal },
+      );
+      await readsReach(3);
+      abort.abort();
+      await expect(call).rejects.toThrow();
+      // The cancellation reaches the server's wait, which ends now instead of after 60 s.
+      expect(running).toHaveLength(1);
+      await running[0];
+      const after = reads;
+      await gh.getApproval(id, {});
+      expect(reads).toBe(after + 1);
+    } finally {
+      await client.close();
+      await server.close();
+    }
   });
 });
 

@@ -62,7 +62,7 @@ export const waitForApprovalTool = defineTool({
   }),
   // It waits and may consume the approval (a write), but changes nothing outside Gatehouse.
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
-  async handler(args, env) {
+  async handler(args, env, { signal }) {
     const { approval_id: approvalId, timeout_seconds: wait, ...call } = args;
     const evaluation = { ...call, session_id: sessionOf(env, call.session_id) };
     // Read once without waiting: an approval of another session is answered as one that does
@@ -80,7 +80,12 @@ export const waitForApprovalTool = defineTool({
     }
     const approval =
       current.status === 'pending'
-        ? await env.gatehouse.getApproval(approvalId, { wait: wait ?? DEFAULT_WAIT_SECONDS }, env.context)
+        ? // The wait ends when the client cancels or disconnects, as an abandoned /v1 long-poll does.
+          await env.gatehouse.getApproval(
+            approvalId,
+            { wait: wait ?? DEFAULT_WAIT_SECONDS },
+            signal === undefined ? env.context : { ...env.context, signal },
+          )
         : current;
     // The decision comes from a fresh evaluation of the caller's call: the core releases it only
     // if its binding digest matches the approval's (same params, same state, same policy).
