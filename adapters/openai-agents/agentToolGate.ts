@@ -27,6 +27,7 @@ import {
   jsonParams,
   notReleasedReason,
   OutcomeReports,
+  paramsKey,
   reportError,
   type SessionOption,
   sessionOf,
@@ -51,6 +52,8 @@ const DEFAULT_TOOL_ERROR_TEXT = 'An error occurred while running the tool. Pleas
 
 /** What `needsApproval` decided for a call, for the input guardrail of the same call. */
 interface Asked {
+  /** The params it was decided on: the guardrail uses it only for the same arguments. */
+  key: string;
   decision?: Decision;
   error?: unknown;
   /** `needsApproval` answered true: the run pauses for a person before the tool. */
@@ -151,17 +154,20 @@ export class AgentToolGate {
     // request exists, so it is not announced twice.
     const approvedInRun =
       callId !== undefined && runContext.isToolApproved({ toolName: action, callId }) === true;
-    const remember = (asked: Asked) => {
-      if (callId !== undefined) this.#asked.set(callId, asked);
+    let key = '';
+    const remember = (asked: Omit<Asked, 'key'>) => {
+      if (callId !== undefined) this.#asked.set(callId, { key, ...asked });
     };
     let decision: Decision;
     try {
+      const params = jsonParams(input);
+      key = paramsKey(params);
       decision = await decideToolCall(
         approvedInRun ? { backend: this.#options.backend, onWarn: this.#options.onWarn } : this.#options,
         {
           sessionId: sessionOf(this.#options, runContext as never, action),
           action,
-          params: jsonParams(input),
+          params,
           toolCallId: callId,
         },
       );
@@ -196,7 +202,7 @@ export class AgentToolGate {
     const asked = this.#asked.take(callId);
     let decision: Decision;
     try {
-      if (asked !== undefined && !asked.interrupting) {
+      if (asked !== undefined && !asked.interrupting && asked.key === paramsKey(params())) {
         // needsApproval has just decided this call, and the runner goes straight on to the tool.
         if (asked.error !== undefined) throw asked.error;
         decision = asked.decision!;
