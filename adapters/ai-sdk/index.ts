@@ -21,7 +21,6 @@ export type {
   ToolExecutionEndLike,
   ToolExecutionOptionsLike,
 } from './aiSdkShapes.js';
-export { isApprovalReplay } from './approvalReplay.js';
 export { type GatedTools, type GateToolsOptions, gateTools, type ToolSessionContext } from './gateTools.js';
 export {
   type GatehouseToolApproval,

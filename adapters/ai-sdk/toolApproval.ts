@@ -53,7 +53,9 @@ export interface GatehouseToolApproval<RUNTIME_CONTEXT = unknown> {
  *
  * Gatehouse unreachable, no session, or a throwing hook: denied (the tool does not run; the model
  * reads that the call could not be checked; `onError` gets the error). Like any call-level
- * `toolApproval`, it takes precedence over the tools' own `needsApproval`.
+ * `toolApproval`, it takes precedence over the tools' own `needsApproval`, and it is not asked
+ * about the calls a local tool caller (`experimental_toolCallers`) makes: wrap those tools with
+ * {@link gateTools}, whose `execute` decides every call.
  * @example
  * const gate = gatehouseToolApproval({ backend: gatehouse, sessionId: 'chat-42' });
  * const result = await generateText({ model, tools, prompt, toolApproval: gate, onToolExecutionEnd: gate.onToolExecutionEnd });
