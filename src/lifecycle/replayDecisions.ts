@@ -7,6 +7,7 @@
  * before the decision, then moved forward by the pass; a bounded cache holds them, so memory
  * stays flat however many decisions are replayed. Nothing is written here.
  */
+import { GatehouseError } from '../errors.js';
 import { compileActionPattern } from '../gate/actionMatcher.js';
 import type { CompiledPolicy, GateReason, Verdict } from '../gate/gateTypes.js';
 import type { Decision } from '../schemas.js';
@@ -69,7 +70,7 @@ export async function replayDecisions(
   const { store, tenantId, candidate } = options;
   const examples = options.examples ?? 10;
   const limit = options.limit ?? Number.POSITIVE_INFINITY;
-  const matchesAction = options.action === undefined ? () => true : compileActionPattern(options.action);
+  const matchesAction = options.action === undefined ? () => true : actionFilter(options.action);
   const sinceMs = options.since === undefined ? undefined : Date.parse(options.since);
   const untilMs = options.until === undefined ? undefined : Date.parse(options.until);
   const tally = new ReplayTally({
@@ -202,6 +203,16 @@ export async function replayDecisions(
     to_seq: lastSeq,
     next_after_seq: nextAfterSeq,
   };
+}
+
+/** The `action` filter as a matcher. @throws {GatehouseError} `invalid_request` for a pattern refused */
+function actionFilter(pattern: string): (action: string) => boolean {
+  try {
+    return compileActionPattern(pattern);
+  } catch (error) {
+    const message = `Invalid action pattern: ${(error as Error).message}`;
+    throw new GatehouseError('invalid_request', message, { errors: [{ path: 'action', message }] });
+  }
 }
 
 /** A tenant's events after `after` up to `end`, in seq order. */
