@@ -73,6 +73,12 @@ export interface CallContext {
    * activation records `keyId`, else this). @default 'in-process'
    */
   actor?: string;
+  /**
+   * Aborts a long operation when its caller goes away (the HTTP face passes the request's):
+   * `replayPolicy` then stops and rejects with the signal's reason, recording nothing.
+   * @default none
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -244,8 +250,11 @@ export interface Gatehouse {
   /**
    * Re-evaluates recorded decisions against a candidate policy (YAML text or a stored revision),
    * each on the state as it was at its position in the history and at its own `now`. Writes no
-   * state; records one `policy.replayed` event with the summary.
+   * state; records one `policy.replayed` event with the summary. Runs in slices that let the
+   * event loop serve other work, at most 20 s per call (then `stopped_by: 'time_budget'` and
+   * `next_after_seq` say where to continue).
    * @throws {GatehouseError} `invalid_request` (bad filters, a candidate that does not compile), `not_found` (revision)
+   * @throws the reason of `ctx.signal` once it aborts (nothing is recorded)
    */
   replayPolicy(input: ReplayInput, ctx?: CallContext): Promise<ReplayReport>;
 }

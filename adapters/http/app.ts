@@ -144,6 +144,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         search,
         header: (name) => request.headers.get(name) ?? undefined,
         text: node ? (limit) => readNodeBody(node, limit) : (limit) => readWebBody(request, limit),
+        signal: request.signal,
       },
       request,
     );

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import type Keyv from 'keyv';
 import { GatehouseError } from '../../src/index.js';
-import type { Reply } from './problem.js';
+import { CLIENT_CLOSED_REQUEST, type Reply } from './problem.js';
 
 interface StoredResponse {
   fingerprint: string;
@@ -62,7 +62,8 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     if (existing) return replay(existing);
     const work = (async () => {
       const response = await run();
-      if (response.status < 500) {
+      // An answer nobody received is no answer to replay: the retry runs the operation.
+      if (response.status < 500 && response.status !== CLIENT_CLOSED_REQUEST) {
         await options.store.set(
           id,
           {

@@ -27,6 +27,13 @@ export function createNodeListener(
       void webListener(req, res);
       return;
     }
+    // The response closes before it has finished only when the client went away (as
+    // @hono/node-server aborts its Request's signal): long operations stop then.
+    const abort = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished)
+        abort.abort(new DOMException('The client closed the connection.', 'AbortError'));
+    });
     pipeline
       .handle({
         method: req.method ?? 'GET',
@@ -37,6 +44,7 @@ export function createNodeListener(
           return Array.isArray(value) ? value.join(', ') : value;
         },
         text: (limit) => readNodeBody(req, limit),
+        signal: abort.signal,
       })
       .then((reply) => {
         if (reply instanceof Response) throw new Error('a web route answered on the node face');

@@ -23,7 +23,7 @@ import {
 } from '../../src/index.js';
 import type { Idempotency } from './idempotency.js';
 import type { Metrics } from './metrics.js';
-import { type ProblemOptions, problemReply, type Reply } from './problem.js';
+import { CLIENT_CLOSED_REQUEST, type ProblemOptions, problemReply, type Reply } from './problem.js';
 import type { RateLimiter } from './rateLimiter.js';
 import { queryObject } from './requestParts.js';
 import { type ApiRoute, defaultStatus } from './route.js';
@@ -42,6 +42,8 @@ export interface Incoming {
    * @throws {GatehouseError} `payload_too_large`
    */
   text(limit: number): Promise<string>;
+  /** Aborts when the client goes away before the answer is sent; handed to the core's operations. */
+  signal?: AbortSignal | undefined;
 }
 
 /** An unauthenticated service route: `/healthz`, `/readyz`, `/metrics`, the document, problem pages. */
@@ -247,6 +249,7 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
       keyId: principal.keyId,
       scopes: principal.scopes,
       labels: principal.labels,
+      ...(incoming.signal === undefined ? {} : { signal: incoming.signal }),
     };
     const run = async (): Promise<Reply> => {
       try {
@@ -264,6 +267,9 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
         if (route.responseHeaders) Object.assign(reply.headers, route.responseHeaders(result));
         return reply;
       } catch (error) {
+        // The client went away and the operation stopped for it: nobody reads this answer, and it
+        // is no server error to log.
+        if (incoming.signal?.aborted) return { status: CLIENT_CLOSED_REQUEST, headers: {}, body: null };
         return problem(error, incoming.path);
       }
     };
