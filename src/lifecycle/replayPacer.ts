@@ -9,7 +9,7 @@
  */
 import { setImmediate } from 'node:timers/promises';
 
-/** A slice ends after this much work… */
+/** A slice ends after the step during which this much time has passed… */
 export const REPLAY_SLICE_MS = 10;
 /** …or this many paced steps (decisions and session events), whichever comes first. */
 export const REPLAY_SLICE_STEPS = 200;
