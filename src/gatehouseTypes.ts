@@ -74,9 +74,10 @@ export interface CallContext {
    */
   actor?: string;
   /**
-   * Aborts when the caller goes away (faces set it from the request): a long wait
-   * (`getApproval` with `wait`) then ends at once and answers the approval as last read.
-   * @default none: a wait runs to its end
+   * Aborts a long operation when its caller goes away (the faces set it from the request): a
+   * long wait (`getApproval` with `wait`) then ends at once and answers the approval as last read;
+   * `replayPolicy` stops and rejects with the signal's reason, recording nothing.
+   * @default none: the operation runs to its end
    */
   signal?: AbortSignal;
 }
@@ -252,8 +253,11 @@ export interface Gatehouse {
   /**
    * Re-evaluates recorded decisions against a candidate policy (YAML text or a stored revision),
    * each on the state as it was at its position in the history and at its own `now`. Writes no
-   * state; records one `policy.replayed` event with the summary.
+   * state; records one `policy.replayed` event with the summary. Runs in slices that let the
+   * event loop serve other work, at most 20 s per call (then `stopped_by: 'time_budget'` and
+   * `next_after_seq` say where to continue).
    * @throws {GatehouseError} `invalid_request` (bad filters, a candidate that does not compile), `not_found` (revision)
+   * @throws the reason of `ctx.signal` once it aborts (nothing is recorded)
    */
   replayPolicy(input: ReplayInput, ctx?: CallContext): Promise<ReplayReport>;
 }

@@ -80,6 +80,12 @@ export {
   type ReplayedDecision,
   replayDecisions,
 } from './lifecycle/replayDecisions.js';
+export {
+  REPLAY_SLICE_MS,
+  REPLAY_SLICE_STEPS,
+  REPLAY_TIME_BUDGET_MS,
+  type ReplayPacerOptions,
+} from './lifecycle/replayPacer.js';
 export { compareOutcomes, type DecisionOutcome, firedRules } from './lifecycle/replayReport.js';
 export { packageVersion } from './packageVersion.js';
 export {

@@ -19,7 +19,6 @@ const root = join(import.meta.dirname, '..');
 const CORE_LIBRARIES = [
   'zod',
   'yaml',
-  'picomatch',
   'safe-stable-stringify',
   'ulid',
   '@marcbachmann/cel-js',

@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import type Keyv from 'keyv';
 import { GatehouseError } from '../../src/index.js';
-import type { Reply } from './problem.js';
+import { CLIENT_CLOSED_REQUEST, type Reply } from './problem.js';
 
 interface StoredResponse {
   fingerprint: string;
@@ -72,8 +72,11 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     const work = (async () => {
       const response = await run();
       const responseBody = response.body ?? '';
+      // An answer nobody received (499: the client went away) is no answer to replay: a retry runs
+      // the operation again.
       const kept =
         response.status < 500 &&
+        response.status !== CLIENT_CLOSED_REQUEST &&
         Buffer.byteLength(responseBody) <= maxResponseBytes &&
         (await options.store.set(
           id,

@@ -23,7 +23,7 @@ import {
 } from '../../src/index.js';
 import type { Idempotency } from './idempotency.js';
 import type { Metrics } from './metrics.js';
-import { type ProblemOptions, problemReply, type Reply } from './problem.js';
+import { CLIENT_CLOSED_REQUEST, type ProblemOptions, problemReply, type Reply } from './problem.js';
 import type { RateLimiter } from './rateLimiter.js';
 import { queryObject } from './requestParts.js';
 import { type ApiRoute, defaultStatus } from './route.js';
@@ -297,6 +297,9 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
         if (route.responseHeaders) Object.assign(reply.headers, route.responseHeaders(result));
         return reply;
       } catch (error) {
+        // The client went away and the operation stopped for it: nobody reads this answer, and it
+        // is no server error to log.
+        if (incoming.signal.aborted) return { status: CLIENT_CLOSED_REQUEST, headers: {}, body: null };
         return problem(error, incoming.path);
       }
     };

@@ -558,7 +558,9 @@ export const API_ROUTES = {
     body: { schema: ReplayInputSchema, name: 'ReplayInput' },
     response: { schema: ReplayReportSchema, name: 'ReplayReport', statuses: { 200: 'The report.' } },
     errors: ['not_found'],
-    handle: ({ gatehouse, body, context }) => gatehouse.replayPolicy(withReplayLimit(body) as never, context),
+    // The request's signal stops a replay whose client went away (read only here: building it costs).
+    handle: ({ gatehouse, body, context, signal }) =>
+      gatehouse.replayPolicy(withReplayLimit(body) as never, { ...context, signal }),
   }),
 };
 

@@ -195,20 +195,14 @@ function readsState(rule: CompiledRule): boolean {
   );
 }
 
-function iterates(rule: CompiledRule): boolean {
-  return (
-    rule.condition.iterates || rule.message.parts.some((part) => typeof part !== 'string' && part.iterates)
-  );
-}
-
 function runRule(
   rule: CompiledRule,
   plain: CelActivation,
   state: Record<string, StateView>,
   target: GateReason[],
 ): void {
-  // Only a rule with a comprehension can repeat work; it runs metered (see CEL_COST_LIMIT).
-  const activation = iterates(rule) ? meteredActivation(plain) : plain;
+  // Every rule runs metered, on one budget per evaluation (see CEL_COST_LIMIT).
+  const activation = meteredActivation(plain);
   let result: unknown;
   try {
     result = rule.condition.run(activation);
