@@ -97,3 +97,27 @@ export function toolResultsSeen(prompt: PromptMessage[] | undefined): Array<{ ou
   }
   return results;
 }
+
+/**
+ * A scripted model of either major that asks for `transfer_money` with `args`, and the prompts it
+ * was sent: `Mock` is that major's mock class (`MockLanguageModelV3` for ai@6, `V4` for ai@7) and
+ * `toStream` its `convertArrayToReadableStream`.
+ */
+export function scriptedModelOf<M>(
+  Mock: new (options: any) => M,
+  toStream: (chunks: unknown[]) => unknown,
+  args: Record<string, unknown>,
+): { model: M; prompts: PromptMessage[][] } {
+  const prompts: PromptMessage[][] = [];
+  const model = new Mock({
+    doGenerate: async ({ prompt }: { prompt: PromptMessage[] }) => {
+      prompts.push(prompt);
+      return scriptedTurn(prompt, args);
+    },
+    doStream: async ({ prompt }: { prompt: PromptMessage[] }) => {
+      prompts.push(prompt);
+      return { stream: toStream(scriptedStream(prompt, args)) };
+    },
+  });
+  return { model, prompts };
+}

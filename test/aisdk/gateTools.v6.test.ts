@@ -18,30 +18,11 @@ import {
   WORLDS,
   type World,
 } from '../support/frameworkWorlds.js';
-import {
-  type PromptMessage,
-  recordingTransfer,
-  scriptedStream,
-  scriptedTurn,
-  toolResultsSeen,
-  transferInput,
-} from './aiSdkFixtures.js';
+import { recordingTransfer, scriptedModelOf, toolResultsSeen, transferInput } from './aiSdkFixtures.js';
 
 /** A scripted ai@6 model that asks for `transfer_money` with `args`, and the prompts it was sent. */
-function scriptedModel(args: Record<string, unknown>) {
-  const prompts: PromptMessage[][] = [];
-  const model = new MockLanguageModelV3({
-    doGenerate: async ({ prompt }) => {
-      prompts.push(prompt);
-      return scriptedTurn(prompt, args) as any;
-    },
-    doStream: async ({ prompt }) => {
-      prompts.push(prompt);
-      return { stream: convertArrayToReadableStream(scriptedStream(prompt, args) as any[]) };
-    },
-  });
-  return { model, prompts };
-}
+const scriptedModel = (args: Record<string, unknown>) =>
+  scriptedModelOf(MockLanguageModelV3, convertArrayToReadableStream as (chunks: unknown[]) => unknown, args);
 
 const USER: ModelMessage[] = [{ role: 'user', content: 'pay' }];
 
