@@ -184,7 +184,7 @@ export const StateItemSchema = z.object({
   category: z.string(),
   version: z.number().int().min(1),
   /** `current`: the value in force; `conflicted`: in force, with an open conflict; `superseded`: an old version. */
-  status: z.enum(['current', 'conflicted', 'superseded']),
+  status: z.enum(['current', 'conflicted', 'superseded', 'erased']),
   metadata: z.record(z.string(), z.unknown()),
   updated_at: z.string(),
 });
@@ -210,7 +210,7 @@ export const ConflictSchema = z.object({
     trust: z.number().int(),
     metadata: z.record(z.string(), z.unknown()),
   }),
-  resolution: z.enum(['keep_current', 'accept_proposed', 'superseded']).nullable(),
+  resolution: z.enum(['keep_current', 'accept_proposed', 'superseded', 'erased']).nullable(),
   created_at: z.string(),
   resolved_at: z.string().nullable(),
 });
@@ -320,6 +320,8 @@ export const EVENT_TYPES = [
   'approval.used',
   'policy.activated',
   'policy.replayed',
+  'erasure.completed',
+  'history.upgraded',
 ] as const;
 export const EventTypeSchema = z.enum(EVENT_TYPES);
 export type EventType = z.infer<typeof EventTypeSchema>;
@@ -395,6 +397,12 @@ export const VerifyResultSchema = z.object({
   head: z.string().nullable(),
   first_bad_seq: z.number().int().nullable(),
   problem: z.string().nullable(),
+  /** Caller-supplied fields whose kept value matched its commitment. */
+  verified_fields: z.number().int(),
+  /** Fields whose value was erased (each named by an `erasure.completed` event). */
+  erased_fields: z.number().int(),
+  /** The erased fields: the event's seq and the field's JSON Pointer into its data. */
+  erased: z.array(z.object({ seq: z.number().int(), path: z.string() })),
 });
 export type VerifyResult = z.infer<typeof VerifyResultSchema>;
 

@@ -5,6 +5,9 @@
  *
  * Every method is scoped by `tenantId`: nothing of one tenant is reachable through another.
  */
+
+import type { SealedFields } from './history/commitments.js';
+import type { SealedEvent } from './history/hashChain.js';
 import type {
   ApiKey,
   Approval,
@@ -21,6 +24,14 @@ import type {
 /** A history event as stored, with the decision it belongs to (indexed). */
 export interface StoredEvent extends HistoryEvent {
   decision_id: string | null;
+}
+
+/** An event of a session whose caller-supplied values are still kept: what an erasure would erase. */
+export interface SessionValues {
+  seq: number;
+  type: EventType;
+  /** JSON Pointers of the kept fields. */
+  paths: string[];
 }
 
 /** Filters for {@link StoreReader.queryEvents}. */
@@ -256,8 +267,19 @@ export interface StoreTx extends StoreReader, PolicyWriter {
   ): Promise<void>;
   /** The tenant's chain head, locked until the transaction ends; `null` before the first event. */
   lockChainHead(tenantId: string): Promise<ChainHead | null>;
-  /** Appends an event and moves the chain head to it. */
-  appendEvent(tenantId: string, event: StoredEvent): Promise<void>;
+  /**
+   * Appends an event (its `data` is the hashed envelope) and moves the chain head to it; its
+   * caller-supplied fields and their salts, when it has any, go beside it (`event_values`).
+   */
+  appendEvent(tenantId: string, event: StoredEvent, fields?: SealedFields | null): Promise<void>;
+  /** Events of a session whose values are kept (not erased), in seq order. */
+  listSessionValues(tenantId: string, sessionId: string): Promise<SessionValues[]>;
+  /**
+   * Erases a session's caller content: the values and salts of its events (their rows keep only
+   * `erased_by`), the values and metadata of its state versions (its items' status becomes
+   * `erased`), and the values of its conflicts (open ones are resolved `erased`).
+   */
+  eraseSession(tenantId: string, sessionId: string, options: { erasedBy: number; at: string }): Promise<void>;
   insertDeliveries(tenantId: string, deliveries: NewDelivery[]): Promise<void>;
   insertWebhook(tenantId: string, webhook: StoredWebhook): Promise<void>;
   updateWebhook(
@@ -343,6 +365,7 @@ export const STORE_TABLES = [
   'state_items',
   'conflicts',
   'events',
+  'event_values',
   'chain_heads',
   'deliveries',
   'approvals',
@@ -361,6 +384,7 @@ export const STORE_TABLE_KEYS: Readonly<Record<StoreTable, readonly string[]>> =
   state_items: ['tenant_id', 'session_id', 'key'],
   conflicts: ['conflict_id'],
   events: ['tenant_id', 'seq'],
+  event_values: ['tenant_id', 'seq'],
   chain_heads: ['tenant_id'],
   deliveries: ['delivery_id'],
   approvals: ['approval_id'],
@@ -414,7 +438,7 @@ export interface Store extends StoreReader, KeyStore, OutboxStore {
   /** Closes the database; safe to call twice. */
   close(): Promise<void>;
   /** Events of a tenant in seq order, in pages, for chain verification and export. */
-  scanEvents(tenantId: string, options?: { pageSize?: number }): AsyncIterable<HistoryEvent[]>;
+  scanEvents(tenantId: string, options?: { pageSize?: number }): AsyncIterable<SealedEvent[]>;
   /** Tenants that have events. */
   listTenants(): Promise<string[]>;
   /** Every row of every table ({@link STORE_TABLES} order; events in seq order), for export. */

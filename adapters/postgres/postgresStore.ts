@@ -25,17 +25,20 @@
  *   transaction.
  */
 import {
+  createIdGenerator,
   type DumpRecord,
   GatehouseError,
   type Store,
   type StoreTx,
+  systemRandomBytes,
   type TransactionOptions,
 } from '../../src/index.js';
 import { ApiKeyCache } from '../sql/apiKeyCache.js';
-import type { Statement } from '../sql/dialect.js';
+import { numberPlaceholders, type Statement } from '../sql/dialect.js';
 import { assertEmptyForLoad, dumpTables, loadRecords } from '../sql/dumpLoad.js';
 import type { SqlExecutor } from '../sql/executor.js';
 import { type BatchMember, GroupCommitQueue, runBatch } from '../sql/groupCommit.js';
+import { TenantUpgrade, UPGRADE_PAGE, UPGRADE_PAGE_SIZE, UPGRADE_TENANTS } from '../sql/historyUpgrade.js';
 import { apiKeyValues, num, type Row, str } from '../sql/rows.js';
 import * as sql from '../sql/statements.js';
 import type { DeferredWrite } from '../sql/storeOperations.js';
@@ -209,6 +212,31 @@ async function inTransaction<T>(
   }
 }
 
+/**
+ * Re-encodes every tenant's history in format 2, in the migration's transaction; the trigger
+ * refusing UPDATE on `events` is disabled only inside it.
+ */
+async function upgradeHistory(client: PostgresClient): Promise<void> {
+  const tenants = (await client.query<Row>(UPGRADE_TENANTS)).rows.map((r) => str(r['tenant_id']));
+  if (tenants.length === 0) return;
+  const run = (s: Statement) => client.query(numberPlaceholders(s.sql), [...s.args]);
+  await client.query('ALTER TABLE events DISABLE TRIGGER events_no_update_or_delete');
+  const ids = createIdGenerator();
+  for (const tenantId of tenants) {
+    const upgrade = new TenantUpgrade(tenantId, systemRandomBytes);
+    for (;;) {
+      const page = (
+        await client.query<Row>(numberPlaceholders(UPGRADE_PAGE), [tenantId, upgrade.seq, UPGRADE_PAGE_SIZE])
+      ).rows;
+      for (const row of page) for (const s of upgrade.next(row)) await run(s);
+      if (page.length < UPGRADE_PAGE_SIZE) break;
+    }
+    const at = new Date().toISOString();
+    for (const s of upgrade.finish({ eventId: ids('evt'), occurredAt: at, chainHeadRow: true })) await run(s);
+  }
+  await client.query('ALTER TABLE events ENABLE TRIGGER events_no_update_or_delete');
+}
+
 /** Creates the schema if needed and applies pending migrations, serialised across instances. */
 async function migrate(pool: PostgresPool, schema: string): Promise<void> {
   await inTransaction(pool, 'BEGIN', async (client) => {
@@ -227,6 +255,7 @@ async function migrate(pool: PostgresPool, schema: string): Promise<void> {
     for (const m of POSTGRES_MIGRATIONS) {
       if (applied.has(m.version)) continue;
       await client.query(m.sql);
+      if (m.upgradeHistory) await upgradeHistory(client);
       await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
         m.version,
         m.name,

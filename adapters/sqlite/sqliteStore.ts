@@ -14,12 +14,14 @@ import type {
   StoreTx,
   TransactionOptions,
 } from '../../src/index.js';
-import { STORE_TABLES } from '../../src/index.js';
+import { createIdGenerator, STORE_TABLES, systemRandomBytes } from '../../src/index.js';
 import { ApiKeyCache } from '../sql/apiKeyCache.js';
 import { frozenItemsFromRows, remember, sessionCacheKey } from '../sql/cachedSessionItems.js';
+import type { Statement } from '../sql/dialect.js';
 import { assertEmptyForLoad, dumpTables, loadRecords } from '../sql/dumpLoad.js';
 import type { SqlExecutor } from '../sql/executor.js';
 import { type BatchConnection, GroupCommitQueue, runBatch } from '../sql/groupCommit.js';
+import { TenantUpgrade, UPGRADE_PAGE, UPGRADE_PAGE_SIZE, UPGRADE_TENANTS } from '../sql/historyUpgrade.js';
 import { apiKeyValues, num, type Row, str } from '../sql/rows.js';
 import * as sql from '../sql/statements.js';
 import * as operations from '../sql/storeOperations.js';
@@ -128,6 +130,9 @@ function applyPragmas(db: SqliteDatabase, options: SqliteStoreOptions): void {
   db.exec(`PRAGMA synchronous = ${synchronousOf(options)}`);
   db.exec('PRAGMA foreign_keys = ON');
   db.exec('PRAGMA busy_timeout = 5000');
+  // Freed bytes are zeroed: an erased value (or a value an update moved) leaves no copy in free
+  // pages or cell gaps (docs/data-lifecycle.md).
+  db.exec('PRAGMA secure_delete = ON');
   db.exec(`PRAGMA wal_autocheckpoint = ${Math.trunc(options.walAutocheckpointPages ?? 10_000)}`);
   db.exec('PRAGMA cache_size = -16000');
 }
@@ -147,6 +152,7 @@ function migrate(db: SqliteDatabase): void {
     db.begin('IMMEDIATE');
     try {
       db.exec(m.sql);
+      if (m.upgradeHistory) upgradeHistory(db);
       db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
         m.version,
         m.name,
@@ -158,6 +164,34 @@ function migrate(db: SqliteDatabase): void {
       throw error;
     }
   }
+}
+
+/**
+ * Re-encodes every tenant's history in format 2, in the migration's transaction; the triggers
+ * refusing UPDATE on `events` are lifted only inside it.
+ */
+function upgradeHistory(db: SqliteDatabase): void {
+  const tenants = db
+    .prepare(UPGRADE_TENANTS)
+    .all()
+    .map((r) => str(r['tenant_id']));
+  if (tenants.length === 0) return;
+  const run = (s: Statement) => db.prepare(s.sql).run(...s.args);
+  db.exec('DROP TRIGGER events_no_update');
+  const ids = createIdGenerator();
+  for (const tenantId of tenants) {
+    const upgrade = new TenantUpgrade(tenantId, systemRandomBytes);
+    for (;;) {
+      const page = db.prepare(UPGRADE_PAGE).all(tenantId, upgrade.seq, UPGRADE_PAGE_SIZE);
+      for (const row of page) for (const s of upgrade.next(row)) run(s);
+      if (page.length < UPGRADE_PAGE_SIZE) break;
+    }
+    const at = new Date().toISOString();
+    for (const s of upgrade.finish({ eventId: ids('evt'), occurredAt: at, chainHeadRow: false })) run(s);
+  }
+  db.exec(
+    "CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'history events are append-only: UPDATE refused'); END",
+  );
 }
 
 /**
@@ -255,6 +289,10 @@ class SqliteStoreImpl implements SqliteStore {
       setItemStatus: (t, s, k, status) => {
         this.#forgetSession(t, s);
         return tx.setItemStatus(t, s, k, status);
+      },
+      eraseSession: (t, s, options) => {
+        this.#forgetSession(t, s);
+        return tx.eraseSession(t, s, options);
       },
     };
   }

@@ -97,7 +97,12 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
   const now = () => isoTime(clock());
 
   const append = (tx: StoreTx, tenantId: string, drafts: readonly EventDraft[]) =>
-    appendEvents(tx, tenantId, drafts, { ids, now, onDeliveriesQueued: options.onDeliveriesQueued });
+    appendEvents(tx, tenantId, drafts, {
+      ids,
+      now,
+      randomBytes,
+      onDeliveriesQueued: options.onDeliveriesQueued,
+    });
 
   const policies = createActivePolicies({
     store,
