@@ -26,6 +26,8 @@ import type {
   DecideApprovalInput,
   Decision,
   Delivery,
+  EraseInput,
+  ErasureReport,
   EvaluateInput,
   HistoryEvent,
   HistoryPage,
@@ -198,8 +200,15 @@ export interface Gatehouse {
 
   /** A page of history, newest first by default. */
   readHistory(query?: HistoryQuery, ctx?: CallContext): Promise<HistoryPage>;
-  /** Recomputes the tenant's hash chain. */
+  /** Recomputes the tenant's hash chain and checks every kept value against its commitment. */
   verifyHistory(ctx?: CallContext): Promise<VerifyResult>;
+  /**
+   * Erases what callers wrote into a session — history values and their salts, state values,
+   * conflict values, approval params — in one transaction that denies its pending approvals and
+   * ends with an `erasure.completed` event; `dry_run` only lists it. See docs/data-lifecycle.md.
+   * @throws {GatehouseError} `invalid_request` for a bad input.
+   */
+  eraseSession(input: EraseInput, ctx?: CallContext): Promise<ErasureReport>;
 
   /** Subscribes a URL; the secret is in the answer and never again. */
   createWebhook(input: CreateWebhookInput, ctx?: CallContext): Promise<WebhookWithSecret>;

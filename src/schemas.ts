@@ -484,6 +484,50 @@ export const DeliverySchema = z.object({
 });
 export type Delivery = z.infer<typeof DeliverySchema>;
 
+/**
+ * `POST /v1/erasures`: erase what callers wrote into one session (history values, state values,
+ * conflicts, approvals), keeping the hash-chained envelopes.
+ */
+export const EraseInputSchema = z.strictObject({
+  session_id: SessionIdSchema,
+  /** List what would be erased; erase nothing. @default false */
+  dry_run: z.boolean().optional(),
+  /**
+   * The request's reference (a ticket ID), recorded in the `erasure.completed` event: it is
+   * kept in the chain, so it must not be personal data; letters, digits and `._:#/-` only.
+   */
+  reference: z
+    .string()
+    .regex(
+      /^[A-Za-z0-9._:#/-]{1,128}$/,
+      'must be 1-128 letters, digits or ._:#/- (a ticket ID, not personal data)',
+    )
+    .optional(),
+});
+export type EraseInput = z.input<typeof EraseInputSchema>;
+
+/** What an erasure erased, or (dry run) would erase. */
+export const ErasureReportSchema = z.object({
+  session_id: z.string(),
+  dry_run: z.boolean(),
+  reference: z.string().nullable(),
+  /** The session's events with kept values, and the JSON Pointers of those fields. */
+  events: z.array(z.object({ seq: z.number().int(), type: z.string(), paths: z.array(z.string()) })),
+  /** How many fields in all. */
+  fields: z.number().int(),
+  /** Keys of the session's current state items, whose values are cleared. */
+  state_items: z.array(z.string()),
+  /** Pending approvals of the session, denied. */
+  pending_approvals: z.array(z.string()),
+  /** Approved, unused approvals of the session, expired (they were bound to the erased params). */
+  approved_approvals: z.array(z.string()),
+  /** Pending webhook deliveries of the session's events: they go out with the values erased. */
+  pending_deliveries: z.array(z.string()),
+  /** The `erasure.completed` event; null on a dry run. */
+  erasure: z.object({ event_id: z.string(), seq: z.number().int() }).nullable(),
+});
+export type ErasureReport = z.infer<typeof ErasureReportSchema>;
+
 /** The API key scopes. `admin` implies all others. */
 export const SCOPES = [
   'state:write',
@@ -493,6 +537,7 @@ export const SCOPES = [
   'webhooks:manage',
   'approvals:decide',
   'policy:write',
+  'data:erase',
   'admin',
 ] as const;
 export const ScopeSchema = z.enum(SCOPES);

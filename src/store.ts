@@ -274,10 +274,14 @@ export interface StoreTx extends StoreReader, PolicyWriter {
   appendEvent(tenantId: string, event: StoredEvent, fields?: SealedFields | null): Promise<void>;
   /** Events of a session whose values are kept (not erased), in seq order. */
   listSessionValues(tenantId: string, sessionId: string): Promise<SessionValues[]>;
+  /** Pending deliveries of a session's events, by delivery ID. */
+  listSessionPendingDeliveries(tenantId: string, sessionId: string): Promise<string[]>;
   /**
    * Erases a session's caller content: the values and salts of its events (their rows keep only
    * `erased_by`), the values and metadata of its state versions (its items' status becomes
-   * `erased`), and the values of its conflicts (open ones are resolved `erased`).
+   * `erased`), the values of its conflicts (open ones are resolved `erased`) and the params,
+   * reason, comment and digest of its approvals. Pending deliveries need nothing: a body is built
+   * from the event and its values when it is sent.
    */
   eraseSession(tenantId: string, sessionId: string, options: { erasedBy: number; at: string }): Promise<void>;
   insertDeliveries(tenantId: string, deliveries: NewDelivery[]): Promise<void>;
@@ -433,6 +437,12 @@ export interface Store extends StoreReader, KeyStore, OutboxStore {
    * undoes only its own writes, and the promise settles only after the COMMIT that holds them.
    */
   transaction<T>(fn: (tx: StoreTx) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  /**
+   * Removes from the database's files what an erasure left there (SQLite: checkpoints the WAL and
+   * truncates it; free pages are zeroed already). Optional: a store without it keeps nothing of
+   * its own beyond its tables.
+   */
+  scrub?(): Promise<void>;
   /** Lightweight liveness query; throws when the database is unreachable. */
   ping(): Promise<void>;
   /** Closes the database; safe to call twice. */

@@ -17,6 +17,8 @@ import {
   DecisionRecordSchema,
   DecisionSchema,
   DeliverySchema,
+  EraseInputSchema,
+  ErasureReportSchema,
   EvaluateInputSchema,
   entityTagOf,
   HistoryEventSchema,
@@ -288,6 +290,23 @@ export const API_ROUTES = {
     response: { schema: VerifyResultSchema, name: 'VerifyResult', statuses: { 200: 'The result.' } },
     errors: [],
     handle: ({ gatehouse, context }) => gatehouse.verifyHistory(context),
+  }),
+  eraseSession: defineRoute({
+    method: 'POST',
+    path: '/v1/erasures',
+    tag: 'History',
+    summary: "Erase what callers wrote into a session (or list it: dry_run); the chain's envelopes stay",
+    scope: 'data:erase',
+    body: { schema: EraseInputSchema, name: 'EraseInput' },
+    response: {
+      schema: ErasureReportSchema,
+      name: 'ErasureReport',
+      statuses: {
+        200: 'What was erased, with the erasure.completed event (or, on a dry run, what would be).',
+      },
+    },
+    errors: [],
+    handle: ({ gatehouse, body, context }) => gatehouse.eraseSession(body as never, context),
   }),
 
   // ---- webhooks ---------------------------------------------------------------------------------

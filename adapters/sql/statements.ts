@@ -239,18 +239,26 @@ export function eraseSession(
       args: [tenantId, sessionId],
     },
     {
-      sql: `UPDATE conflicts SET body = ?, resolution = CASE WHEN status = 'open' THEN 'erased' ELSE resolution END,
+      sql: `UPDATE conflicts SET resolution = CASE WHEN status = 'open' THEN 'erased' ELSE resolution END,
         resolved_at = coalesce(resolved_at, ?), status = 'resolved' WHERE tenant_id = ? AND session_id = ?`,
-      args: [ERASED_CONFLICT_BODY, options.at, tenantId, sessionId],
+      args: [options.at, tenantId, sessionId],
     },
   ];
 }
 
-/** A conflict's body once erased: both sides' values and what described them gone. */
-const ERASED_CONFLICT_BODY = JSON.stringify({
-  current: { value: '', type: '', source: '', trust: 0, version: 0 },
-  proposed: { value: '', type: '', source: '', trust: 0 },
-});
+/** Pending deliveries of a session's events (found through the pending ones: few). */
+export const listSessionPendingDeliveries = `SELECT delivery_id FROM deliveries WHERE status = 'pending' AND tenant_id = ?
+  AND event_id IN (SELECT event_id FROM events WHERE tenant_id = ? AND session_id = ?) ORDER BY delivery_id`;
+
+/** The bodies an erasure rewrites: a session's conflicts and approvals. */
+export const sessionConflictBodies =
+  'SELECT conflict_id, body FROM conflicts WHERE tenant_id = ? AND session_id = ?';
+export const sessionApprovalBodies =
+  'SELECT approval_id, body FROM approvals WHERE tenant_id = ? AND session_id = ?';
+export const eraseConflictBody = 'UPDATE conflicts SET body = ? WHERE tenant_id = ? AND conflict_id = ?';
+/** The digest is an unsalted hash of the params: replaced, so an erased approval matches nothing again. */
+export const eraseApprovalBody = `UPDATE approvals SET body = ?, comment = NULL, digest = 'erased:' || approval_id
+  WHERE tenant_id = ? AND approval_id = ?`;
 
 const INSERT_EVENTS =
   'INSERT INTO events (tenant_id, seq, event_id, type, session_id, decision_id, occurred_at, data, prev_hash, hash) VALUES ';

@@ -18,7 +18,7 @@ import type {
   StoreReader,
   StoreTx,
 } from '../../src/index.js';
-import { eventValuesOf, openEventData } from '../../src/index.js';
+import { erasedMarker, eventValuesOf, openEventData } from '../../src/index.js';
 import type { SqlDialect, Statement } from './dialect.js';
 import type { SqlExecutor } from './executor.js';
 import { createPolicyReader, createPolicyWriter } from './policyOperations.js';
@@ -176,8 +176,26 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
         paths: Object.keys(json<Record<string, unknown>>(r[2])),
       }));
     },
+    async listSessionPendingDeliveries(t, s) {
+      return (await db.rows(sql.listSessionPendingDeliveries, [t, t, s])).map((r) => str(r[0]));
+    },
     async eraseSession(t, s, options) {
-      await db.runAll(sql.eraseSession(t, s, options));
+      const marker = erasedMarker(options.erasedBy);
+      const writes = sql.eraseSession(t, s, options);
+      for (const r of await db.rows(sql.sessionConflictBodies, [t, s])) {
+        const body = json<{ current: Record<string, unknown>; proposed: Record<string, unknown> }>(r[1]);
+        body.current['value'] = marker;
+        body.proposed['value'] = marker;
+        if ('metadata' in body.proposed) body.proposed['metadata'] = marker;
+        writes.push({ sql: sql.eraseConflictBody, args: [JSON.stringify(body), t, r[0]] });
+      }
+      for (const r of await db.rows(sql.sessionApprovalBodies, [t, s])) {
+        const body = json<Record<string, unknown>>(r[1]);
+        body['params'] = marker;
+        body['reason'] = marker;
+        writes.push({ sql: sql.eraseApprovalBody, args: [JSON.stringify(body), t, r[0]] });
+      }
+      await db.runAll(writes);
     },
     async insertDeliveries(t, rows) {
       if (rows.length === 0) return;

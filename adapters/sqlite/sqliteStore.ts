@@ -583,6 +583,16 @@ class SqliteStoreImpl implements SqliteStore {
     );
   }
 
+  /**
+   * After an erasure: copies the WAL into the database file and truncates it, so the frames that
+   * held erased values are gone (free pages and cell gaps are zeroed by `secure_delete`).
+   */
+  scrub(): Promise<void> {
+    return this.#serial(() => {
+      this.database.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    });
+  }
+
   ping(): Promise<void> {
     return this.#serial(() => {
       this.#statement('SELECT 1').get();

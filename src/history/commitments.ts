@@ -72,7 +72,7 @@ export interface ErasedField {
 
 /** An event's data split into its hashed envelope and its caller-supplied fields. */
 export interface SealedData {
-  /** The data with each caller field removed and `commitments` (`{pointer: sha256 hex}`) added. */
+  /** The data with each caller field set to null and `commitments` (`{pointer: sha256 hex}`) added. */
   envelope: Record<string, unknown>;
   /** The removed fields with their salts; null when the event has none. */
   fields: SealedFields | null;
@@ -104,7 +104,8 @@ export function fromPointer(pointer: string): string[] {
  * Splits an event's data into its envelope and its caller fields, one fresh salt per field from
  * `randomBytes`. `data` is not changed: the envelope copies the objects on the way to each field.
  * @example sealEventData('action_outcome', { outcome: 'failed', detail: 'card declined' }, randomBytes)
- * // { envelope: { outcome: 'failed', commitments: { '/detail': '5f…' } }, fields: { '/detail': { salt: '9a…', value: 'card declined' } } }
+ * // { envelope: { outcome: 'failed', detail: null, commitments: { '/detail': '5f…' } },
+ * //   fields: { '/detail': { salt: '9a…', value: 'card declined' } } }
  */
 export function sealEventData(
   type: string,
@@ -140,7 +141,8 @@ export function sealEventData(
       original = next;
       copy = nextCopy;
     }
-    delete (copy as Record<string | number, unknown>)[path[path.length - 1]!];
+    // Left in place as null, so a reader that puts the value back keeps the keys' order.
+    (copy as Record<string | number, unknown>)[path[path.length - 1]!] = null;
     const salt = salts.subarray(n * SALT_BYTES, (n + 1) * SALT_BYTES);
     const pointer = toPointer(path);
     commitments[pointer] = commitField(salt, value);
