@@ -56,6 +56,7 @@ export type {
 export {
   CALLER_CONTENT,
   commitField,
+  createSaltSource,
   type ErasedField,
   type EventValues,
   erasedMarker,
@@ -64,6 +65,7 @@ export {
   isErased,
   openEventData,
   openEventDataJson,
+  type SaltSource,
   type SealedData,
   type SealedField,
   type SealedFields,

@@ -7,6 +7,7 @@
  * chain stays provable from a copy kept outside (a backup, a receiver's log).
  */
 import {
+  createSaltSource,
   GatehouseError,
   GENESIS_HASH,
   HISTORY_FORMAT,
@@ -14,6 +15,7 @@ import {
   hashEventFormat1,
   hashTenantEvent,
   type RandomBytes,
+  type SaltSource,
   type StoredEvent,
   sealEventData,
 } from '../../src/index.js';
@@ -49,14 +51,14 @@ const REWRITE = 'UPDATE events SET data = ?, prev_hash = ?, hash = ? WHERE tenan
 /** Re-encodes one tenant's chain, event by event in seq order. */
 export class TenantUpgrade {
   readonly #tenantId: string;
-  readonly #randomBytes: RandomBytes;
+  readonly #salts: SaltSource;
   #oldPrev = GENESIS_HASH;
   #newPrev = GENESIS_HASH;
   #seq = 0;
 
   constructor(tenantId: string, randomBytes: RandomBytes) {
     this.#tenantId = tenantId;
-    this.#randomBytes = randomBytes;
+    this.#salts = createSaltSource(randomBytes);
   }
 
   /**
@@ -84,7 +86,7 @@ export class TenantUpgrade {
         `History of tenant '${this.#tenantId}' does not verify at seq ${event.seq}: it is not upgraded to format ${HISTORY_FORMAT} (run \`gatehouse verify\` on the previous version and restore a backup).`,
       );
     }
-    const sealed = sealEventData(event.type, event.data, this.#randomBytes);
+    const sealed = sealEventData(event.type, event.data, this.#salts);
     const hash = hashTenantEvent(this.#tenantId, {
       ...event,
       data: sealed.envelope,

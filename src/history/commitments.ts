@@ -5,21 +5,46 @@
  * reason rendered from them — is replaced there by a salted commitment, and the value with its
  * salt is kept beside the chain (`event_values`), where erasure can delete it.
  *
- * Commitment of a field: SHA-256 over its salt (16 random bytes, new for every field of every
- * event, so one value in two events gives two commitments, and a low-entropy value cannot be
- * found by trying them all once the salt is gone) followed by the UTF-8 of the value's canonical
- * JSON (RFC 8785, {@link canonicalJson}). Fields are named by JSON Pointer (RFC 6901) into the
- * event's data: `/params`, `/reasons/0/message`.
+ * Commitment of a field: SHA-256 over the UTF-8 of its salt — 16 random bytes as 32 lower-case
+ * hex digits, new for every field of every event, so one value in two events gives two
+ * commitments, and a low-entropy value cannot be found by trying them all once the salt is gone —
+ * followed by the value's canonical JSON (RFC 8785, {@link canonicalJson}). Fields are named by
+ * JSON Pointer (RFC 6901) into the event's data: `/params`, `/reasons/0/message`.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { canonicalJson } from '../canonicalJson.js';
 import type { RandomBytes } from '../runtime.js';
 
 /** The history format new events are written in (hashed into every event, see hashChain.ts). */
 export const HISTORY_FORMAT = 2;
 
-/** Salt length of a commitment, in bytes. */
+/** Salt length of a commitment, in bytes (twice as many hex digits). */
 export const SALT_BYTES = 16;
+
+/** Returns a new salt: {@link SALT_BYTES} random bytes as lower-case hex. */
+export type SaltSource = () => string;
+
+/** Salts handed out per draw from the injected random source. */
+const SALTS_PER_DRAW = 256;
+
+/**
+ * Salts from `randomBytes`, drawn 4 KiB at a time: one call per field cost a tenth of an
+ * evaluation (as a ULID's randomness did, runtime.ts).
+ */
+export function createSaltSource(randomBytes: RandomBytes): SaltSource {
+  const width = SALT_BYTES * 2;
+  let pool = '';
+  let at = 0;
+  return () => {
+    if (at === pool.length) {
+      pool = Buffer.from(randomBytes(SALT_BYTES * SALTS_PER_DRAW)).toString('hex');
+      at = 0;
+    }
+    const salt = pool.slice(at, at + width);
+    at += width;
+    return salt;
+  };
+}
 
 /**
  * The fields of each event type whose content a caller supplied, as paths into its data (`*`:
@@ -48,7 +73,7 @@ export const CALLER_CONTENT: Readonly<Record<string, ReadonlyArray<readonly stri
   'approval.denied': [['comment']],
 };
 
-/** A caller-supplied field as kept beside the chain: its salt (hex) and its value. */
+/** A caller-supplied field as kept beside the chain: its salt (32 hex digits) and its value. */
 export interface SealedField {
   salt: string;
   value: unknown;
@@ -80,9 +105,9 @@ export interface SealedData {
 
 type Json = Record<string, unknown> | unknown[];
 
-/** The SHA-256 (hex) commitment to `value` under `salt`. */
-export function commitField(salt: Uint8Array, value: unknown): string {
-  return createHash('sha256').update(salt).update(canonicalJson(value)).digest('hex');
+/** The SHA-256 (hex) commitment to `value` under `salt` (hex digits, as stored). */
+export function commitField(salt: string, value: unknown): string {
+  return hash('sha256', salt + canonicalJson(value), 'hex');
 }
 
 /** RFC 6901 JSON Pointer of path segments. */
@@ -102,22 +127,17 @@ export function fromPointer(pointer: string): string[] {
 
 /**
  * Splits an event's data into its envelope and its caller fields, one fresh salt per field from
- * `randomBytes`. `data` is not changed: the envelope copies the objects on the way to each field.
- * @example sealEventData('action_outcome', { outcome: 'failed', detail: 'card declined' }, randomBytes)
+ * `salts`. `data` is not changed: the envelope copies the objects on the way to each field.
+ * @example sealEventData('action_outcome', { outcome: 'failed', detail: 'card declined' }, createSaltSource(randomBytes))
  * // { envelope: { outcome: 'failed', detail: null, commitments: { '/detail': '5f…' } },
  * //   fields: { '/detail': { salt: '9a…', value: 'card declined' } } }
  */
-export function sealEventData(
-  type: string,
-  data: Record<string, unknown>,
-  randomBytes: RandomBytes,
-): SealedData {
+export function sealEventData(type: string, data: Record<string, unknown>, salts: SaltSource): SealedData {
   const patterns = CALLER_CONTENT[type];
   if (patterns === undefined) return { envelope: data, fields: null };
   const found: Array<{ path: (string | number)[]; value: unknown }> = [];
   for (const pattern of patterns) collect(data, pattern, 0, [], found);
   if (found.length === 0) return { envelope: data, fields: null };
-  const salts = randomBytes(SALT_BYTES * found.length);
   const copies = new Map<Json, Json>();
   const copyOf = (o: Json): Json => {
     let c = copies.get(o);
@@ -143,10 +163,10 @@ export function sealEventData(
     }
     // Left in place as null, so a reader that puts the value back keeps the keys' order.
     (copy as Record<string | number, unknown>)[path[path.length - 1]!] = null;
-    const salt = salts.subarray(n * SALT_BYTES, (n + 1) * SALT_BYTES);
+    const salt = salts();
     const pointer = toPointer(path);
     commitments[pointer] = commitField(salt, value);
-    fields[pointer] = { salt: Buffer.from(salt).toString('hex'), value };
+    fields[pointer] = { salt, value };
   }
   envelope['commitments'] = commitments;
   return { envelope, fields };

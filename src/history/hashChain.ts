@@ -165,10 +165,7 @@ function checkValues(event: SealedEvent, claims: Map<number, string[]>, erased: 
   }
   for (const pointer of pointers) {
     const field = fields[pointer];
-    if (
-      field === undefined ||
-      commitField(Buffer.from(field.salt, 'hex'), field.value) !== commitments[pointer]
-    ) {
+    if (field === undefined || commitField(field.salt, field.value) !== commitments[pointer]) {
       return `event ${event.event_id}'s value at ${pointer} does not match its commitment`;
     }
   }

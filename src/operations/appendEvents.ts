@@ -2,9 +2,9 @@
  * Appending history events: each one chained to the last by its hash, and a delivery queued
  * for every active webhook it matches, in the caller's transaction (the transactional outbox).
  */
-import { sealEventData } from '../history/commitments.js';
+import { type SaltSource, sealEventData } from '../history/commitments.js';
 import { GENESIS_HASH, hashTenantEvent } from '../history/hashChain.js';
-import type { IdGenerator, RandomBytes } from '../runtime.js';
+import type { IdGenerator } from '../runtime.js';
 import type { EventType } from '../schemas.js';
 import type { StoredEvent, StoreTx } from '../store.js';
 import { activeTraceparent } from '../telemetry.js';
@@ -21,8 +21,8 @@ export interface EventDraft {
 /** What {@link appendEvents} needs from its instance. */
 export interface AppendEventsOptions {
   ids: IdGenerator;
-  /** The salts of caller-supplied fields' commitments. */
-  randomBytes: RandomBytes;
+  /** The salts of caller-supplied fields' commitments (from the instance's `randomBytes`). */
+  salts: SaltSource;
   /** The current time, ISO 8601. */
   now: () => string;
   /** Called (as a microtask) when the append queued at least one delivery. */
@@ -41,7 +41,7 @@ export async function appendEvents(
   options: AppendEventsOptions,
 ): Promise<StoredEvent[]> {
   if (drafts.length === 0) return [];
-  const { ids, now, randomBytes, onDeliveriesQueued } = options;
+  const { ids, now, salts, onDeliveriesQueued } = options;
   const head = await tx.lockChainHead(tenantId);
   let seq = head?.seq ?? 0;
   let prevHash = head?.hash ?? GENESIS_HASH;
@@ -52,7 +52,7 @@ export async function appendEvents(
   let traceparent: string | undefined | null = null;
   for (const draft of drafts) {
     seq += 1;
-    const sealed = sealEventData(draft.type, draft.data, randomBytes);
+    const sealed = sealEventData(draft.type, draft.data, salts);
     const event: StoredEvent = {
       event_id: ids('evt'),
       seq,
