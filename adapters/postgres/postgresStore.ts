@@ -38,7 +38,13 @@ import { numberPlaceholders, type Statement } from '../sql/dialect.js';
 import { assertEmptyForLoad, dumpTables, loadRecords } from '../sql/dumpLoad.js';
 import type { SqlExecutor } from '../sql/executor.js';
 import { type BatchMember, GroupCommitQueue, runBatch } from '../sql/groupCommit.js';
-import { TenantUpgrade, UPGRADE_PAGE, UPGRADE_PAGE_SIZE, UPGRADE_TENANTS } from '../sql/historyUpgrade.js';
+import {
+  TenantUpgrade,
+  UPGRADE_FIRST_EVENT,
+  UPGRADE_PAGE,
+  UPGRADE_PAGE_SIZE,
+  UPGRADE_TENANTS,
+} from '../sql/historyUpgrade.js';
 import { apiKeyValues, num, type Row, str } from '../sql/rows.js';
 import * as sql from '../sql/statements.js';
 import type { DeferredWrite } from '../sql/storeOperations.js';
@@ -213,11 +219,20 @@ async function inTransaction<T>(
 }
 
 /**
- * Re-encodes every tenant's history in format 2, in the migration's transaction; the trigger
- * refusing UPDATE on `events` is disabled only inside it.
+ * Re-encodes every tenant's history in format 2, in the caller's transaction (the migration's,
+ * or a load's: `detect` then skips tenants already in format 2); the trigger refusing UPDATE on
+ * `events` is disabled only inside it.
  */
-async function upgradeHistory(client: PostgresClient): Promise<void> {
-  const tenants = (await client.query<Row>(UPGRADE_TENANTS)).rows.map((r) => str(r['tenant_id']));
+async function upgradeHistory(client: PostgresClient, options: { detect?: boolean } = {}): Promise<void> {
+  let tenants = (await client.query<Row>(UPGRADE_TENANTS)).rows.map((r) => str(r['tenant_id']));
+  if (options.detect) {
+    const format1: string[] = [];
+    for (const t of tenants) {
+      const [first] = (await client.query<Row>(numberPlaceholders(UPGRADE_FIRST_EVENT), [t])).rows;
+      if (first !== undefined && TenantUpgrade.isFormat1(t, first)) format1.push(t);
+    }
+    tenants = format1;
+  }
   if (tenants.length === 0) return;
   const run = (s: Statement) => client.query(numberPlaceholders(s.sql), [...s.args]);
   await client.query('ALTER TABLE events DISABLE TRIGGER events_no_update_or_delete');
@@ -505,7 +520,7 @@ function createPostgresStore(
           if (!columns.has(table)) columns.set(table, new Set());
           columns.get(table)!.add(str(r['column_name']));
         }
-        return loadRecords(records, {
+        const count = await loadRecords(records, {
           columns,
           batchRows: LOAD_BATCH_ROWS,
           insert: async (table, cols, rows) => {
@@ -513,6 +528,10 @@ function createPostgresStore(
             await txDb.run(sql.insertRows(table, cols, rows.length), values);
           },
         });
+        // A dump of a version before history format 2 is upgraded as the migration would have
+        // (unless the schema is older still: then the migration will).
+        if (columns.has('event_values')) await upgradeHistory(client, { detect: true });
+        return count;
       });
     },
 

@@ -20,7 +20,7 @@ import {
   sealEventData,
 } from '../../src/index.js';
 import type { Statement } from './dialect.js';
-import { json, num, type Row, str, strOrNull } from './rows.js';
+import { json, num, type Row, str } from './rows.js';
 import * as sql from './statements.js';
 
 /** The migration's name, as `schema_migrations` records it. */
@@ -43,6 +43,10 @@ export const UPGRADE_TENANTS = 'SELECT DISTINCT tenant_id FROM events ORDER BY t
 export const UPGRADE_PAGE =
   'SELECT event_id, seq, type, session_id, decision_id, occurred_at, data, prev_hash, hash FROM events WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?';
 
+/** A tenant's first event, to tell a format 1 chain (a dump of the previous version) from a format 2 one. */
+export const UPGRADE_FIRST_EVENT =
+  'SELECT event_id, seq, type, session_id, decision_id, occurred_at, data, prev_hash, hash FROM events WHERE tenant_id = ? ORDER BY seq LIMIT 1';
+
 /** Events re-encoded per page. */
 export const UPGRADE_PAGE_SIZE = 500;
 
@@ -61,21 +65,17 @@ export class TenantUpgrade {
     this.#salts = createSaltSource(randomBytes);
   }
 
+  /** True when `row` (a row of {@link UPGRADE_FIRST_EVENT}) is hashed in format 1. */
+  static isFormat1(tenantId: string, row: Row): boolean {
+    return hashEventFormat1({ tenant_id: tenantId, ...eventOf(row) }) === str(row['hash']);
+  }
+
   /**
    * The statements that re-encode the next event (a row of {@link UPGRADE_PAGE}).
    * @throws {GatehouseError} `internal` when the format 1 chain does not verify there.
    */
   next(row: Row): Statement[] {
-    const event: HistoryEvent = {
-      event_id: str(row['event_id']),
-      seq: num(row['seq']),
-      type: row['type'] as HistoryEvent['type'],
-      session_id: str(row['session_id']),
-      occurred_at: str(row['occurred_at']),
-      data: json(row['data']),
-      prev_hash: str(row['prev_hash']),
-      hash: str(row['hash']),
-    };
+    const event = eventOf(row);
     const broken =
       event.seq !== this.#seq + 1 ||
       event.prev_hash !== this.#oldPrev ||
@@ -103,8 +103,6 @@ export class TenantUpgrade {
     this.#oldPrev = event.hash;
     this.#newPrev = hash;
     this.#seq = event.seq;
-    // The decision column is not hashed; kept as it was.
-    void strOrNull(row['decision_id']);
     return out;
   }
 
@@ -139,4 +137,17 @@ export class TenantUpgrade {
       ...(options.chainHeadRow ? [sql.moveChainHead(this.#tenantId, event)] : []),
     ];
   }
+}
+
+function eventOf(row: Row): HistoryEvent {
+  return {
+    event_id: str(row['event_id']),
+    seq: num(row['seq']),
+    type: row['type'] as HistoryEvent['type'],
+    session_id: str(row['session_id']),
+    occurred_at: str(row['occurred_at']),
+    data: json(row['data']),
+    prev_hash: str(row['prev_hash']),
+    hash: str(row['hash']),
+  };
 }

@@ -21,7 +21,13 @@ import type { Statement } from '../sql/dialect.js';
 import { assertEmptyForLoad, dumpTables, loadRecords } from '../sql/dumpLoad.js';
 import type { SqlExecutor } from '../sql/executor.js';
 import { type BatchConnection, GroupCommitQueue, runBatch } from '../sql/groupCommit.js';
-import { TenantUpgrade, UPGRADE_PAGE, UPGRADE_PAGE_SIZE, UPGRADE_TENANTS } from '../sql/historyUpgrade.js';
+import {
+  TenantUpgrade,
+  UPGRADE_FIRST_EVENT,
+  UPGRADE_PAGE,
+  UPGRADE_PAGE_SIZE,
+  UPGRADE_TENANTS,
+} from '../sql/historyUpgrade.js';
 import { apiKeyValues, num, type Row, str } from '../sql/rows.js';
 import * as sql from '../sql/statements.js';
 import * as operations from '../sql/storeOperations.js';
@@ -167,14 +173,21 @@ function migrate(db: SqliteDatabase): void {
 }
 
 /**
- * Re-encodes every tenant's history in format 2, in the migration's transaction; the triggers
- * refusing UPDATE on `events` are lifted only inside it.
+ * Re-encodes every tenant's history in format 2, in the caller's transaction (the migration's,
+ * or a load's: `detect` then skips tenants already in format 2); the triggers refusing UPDATE on
+ * `events` are lifted only inside it.
  */
-function upgradeHistory(db: SqliteDatabase): void {
-  const tenants = db
+function upgradeHistory(db: SqliteDatabase, options: { detect?: boolean } = {}): void {
+  let tenants = db
     .prepare(UPGRADE_TENANTS)
     .all()
     .map((r) => str(r['tenant_id']));
+  if (options.detect) {
+    tenants = tenants.filter((t) => {
+      const first = db.prepare(UPGRADE_FIRST_EVENT).get(t);
+      return first !== undefined && TenantUpgrade.isFormat1(t, first);
+    });
+  }
   if (tenants.length === 0) return;
   const run = (s: Statement) => db.prepare(s.sql).run(...s.args);
   db.exec('DROP TRIGGER events_no_update');
@@ -569,7 +582,7 @@ class SqliteStoreImpl implements SqliteStore {
     return this.#serial(() =>
       this.#inWriteTransaction(async () => {
         assertEmptyForLoad(this.#statement(sql.countUsedRows).get()!['n']);
-        return loadRecords(records, {
+        const count = await loadRecords(records, {
           columns,
           batchRows: LOAD_BATCH_ROWS,
           insert: async (table, cols, rows) => {
@@ -579,6 +592,10 @@ class SqliteStoreImpl implements SqliteStore {
             for (const row of rows) insert.run(...cols.map((c) => row[c] ?? null));
           },
         });
+        // A dump of a version before history format 2 is upgraded as the migration would have
+        // (unless the schema is older still: then the migration will).
+        if ((columns.get('event_values')?.size ?? 0) > 0) upgradeHistory(this.database, { detect: true });
+        return count;
       }),
     );
   }

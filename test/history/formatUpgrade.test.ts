@@ -79,6 +79,37 @@ describe.each(STORE_TARGETS)('history format upgrade on $name', (target) => {
     }
   });
 
+  it('an export of the previous version imports into a new database and is upgraded on load', async () => {
+    const store = await target.open(target.place());
+    try {
+      await store.loadRows(records(fixture.rows));
+      const gh = createGatehouse({ store });
+      for (const tenantId of ['default', 't2']) {
+        const before = fixture.history[tenantId]!;
+        expect(await gh.verifyHistory({ tenantId })).toMatchObject({ ok: true, checked: before.length + 1 });
+        const after = (await gh.readHistory({ order: 'asc', limit: 500 }, { tenantId })).events;
+        expect(after.at(-1)).toMatchObject({
+          type: 'history.upgraded',
+          data: { previous_head: { hash: before.at(-1)!.hash } },
+        });
+      }
+      // Loaded again from its own export (format 2 now), it is not upgraded twice.
+      const rows: DumpRecord[] = [];
+      for await (const r of store.dumpRows()) rows.push(r);
+      const copy = await target.open(target.place());
+      try {
+        await copy.loadRows(records(rows));
+        const copied = createGatehouse({ store: copy });
+        expect((await copied.readHistory({ type: 'history.upgraded' })).events).toHaveLength(1);
+        expect((await copied.verifyHistory()).ok).toBe(true);
+      } finally {
+        await copy.close();
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
   it('refuses to upgrade a format 1 chain that does not verify, and changes nothing', async () => {
     const rows = fixture.rows.map((r) =>
       r.table === 'events' && r.row['seq'] === 3 && r.row['tenant_id'] === 'default'
