@@ -27,6 +27,7 @@ import type {
   Decision,
   Delivery,
   EraseInput,
+  EraseSubjectInput,
   ErasureReport,
   EvaluateInput,
   HistoryEvent,
@@ -37,7 +38,10 @@ import type {
   RecordStateResult,
   ResolveConflictInput,
   Scope,
+  SessionTag,
   StateItem,
+  SubjectErasureReport,
+  TagSessionInput,
   VerifyResult,
   Webhook,
   WebhookWarning,
@@ -209,6 +213,13 @@ export interface Gatehouse {
    * @throws {GatehouseError} `invalid_request` for a bad input.
    */
   eraseSession(input: EraseInput, ctx?: CallContext): Promise<ErasureReport>;
+  /**
+   * {@link eraseSession} for every session tagged with `subject`, in one transaction, and deletes
+   * the tags (the subject is personal data too).
+   */
+  eraseSubject(input: EraseSubjectInput, ctx?: CallContext): Promise<SubjectErasureReport>;
+  /** Tags a session with a pseudonymous subject (replacing its tag), for {@link eraseSubject}. */
+  tagSession(input: TagSessionInput, ctx?: CallContext): Promise<SessionTag>;
 
   /** Subscribes a URL; the secret is in the answer and never again. */
   createWebhook(input: CreateWebhookInput, ctx?: CallContext): Promise<WebhookWithSecret>;

@@ -506,6 +506,36 @@ export const EraseInputSchema = z.strictObject({
 });
 export type EraseInput = z.input<typeof EraseInputSchema>;
 
+/**
+ * A pseudonymous person ID a caller tags sessions with, so one request erases all of a person's
+ * sessions. It must not itself be personal data (an e-mail, a name): use an opaque ID.
+ */
+export const SubjectSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9._:-]{1,128}$/, 'must be 1-128 letters, digits or ._:- (a pseudonymous ID)');
+
+/** `POST /v1/subject-tags`: tag a session with a subject (replacing its tag). */
+export const TagSessionInputSchema = z.strictObject({ session_id: SessionIdSchema, subject: SubjectSchema });
+export type TagSessionInput = z.input<typeof TagSessionInputSchema>;
+
+/** A session's subject tag. */
+export const SessionTagSchema = z.object({
+  session_id: z.string(),
+  subject: z.string(),
+  tagged_at: z.string(),
+});
+export type SessionTag = z.infer<typeof SessionTagSchema>;
+
+/** `POST /v1/erasures/subject`: erase every session tagged with a subject, and the tags. */
+export const EraseSubjectInputSchema = z.strictObject({
+  subject: SubjectSchema,
+  /** List what would be erased; erase nothing. @default false */
+  dry_run: z.boolean().optional(),
+  /** As {@link EraseInputSchema}'s `reference`. */
+  reference: EraseInputSchema.shape.reference,
+});
+export type EraseSubjectInput = z.input<typeof EraseSubjectInputSchema>;
+
 /** What an erasure erased, or (dry run) would erase. */
 export const ErasureReportSchema = z.object({
   session_id: z.string(),
@@ -527,6 +557,14 @@ export const ErasureReportSchema = z.object({
   erasure: z.object({ event_id: z.string(), seq: z.number().int() }).nullable(),
 });
 export type ErasureReport = z.infer<typeof ErasureReportSchema>;
+
+/** What an erasure by subject erased: one report per tagged session (the tags are deleted too). */
+export const SubjectErasureReportSchema = z.object({
+  subject: z.string(),
+  dry_run: z.boolean(),
+  sessions: z.array(ErasureReportSchema),
+});
+export type SubjectErasureReport = z.infer<typeof SubjectErasureReportSchema>;
 
 /** The API key scopes. `admin` implies all others. */
 export const SCOPES = [

@@ -274,6 +274,12 @@ export interface StoreTx extends StoreReader, PolicyWriter {
   appendEvent(tenantId: string, event: StoredEvent, fields?: SealedFields | null): Promise<void>;
   /** Events of a session whose values are kept (not erased), in seq order. */
   listSessionValues(tenantId: string, sessionId: string): Promise<SessionValues[]>;
+  /** Tags a session with a subject, replacing its tag. */
+  tagSession(tenantId: string, sessionId: string, subject: string, at: string): Promise<void>;
+  /** The sessions tagged with a subject, in ID order. */
+  listSubjectSessions(tenantId: string, subject: string): Promise<string[]>;
+  /** Deletes a subject's tags. */
+  deleteSubject(tenantId: string, subject: string): Promise<void>;
   /** Pending deliveries of a session's events, by delivery ID. */
   listSessionPendingDeliveries(tenantId: string, sessionId: string): Promise<string[]>;
   /**
@@ -375,6 +381,7 @@ export const STORE_TABLES = [
   'approvals',
   'policy_revisions',
   'policy_active',
+  'session_subjects',
 ] as const;
 
 /** One table of a Store. */
@@ -394,6 +401,7 @@ export const STORE_TABLE_KEYS: Readonly<Record<StoreTable, readonly string[]>> =
   approvals: ['approval_id'],
   policy_revisions: ['tenant_id', 'revision'],
   policy_active: ['tenant_id'],
+  session_subjects: ['tenant_id', 'session_id'],
 };
 
 /** One row of a dump: the same columns (text and numbers) in every Store, so dumps move between them. */

@@ -20,6 +20,7 @@ import {
   type DecisionRecord,
   type Delivery,
   type EraseInput,
+  type EraseSubjectInput,
   type ErasureReport,
   type EvaluateInput,
   GatehouseError,
@@ -37,7 +38,10 @@ import {
   type ReplayReport,
   type ResolveConflictInput,
   type Scope,
+  type SessionTag,
   type StateItem,
+  type SubjectErasureReport,
+  type TagSessionInput,
   type VerifyResult,
   type Webhook,
   type WebhookWithSecret,
@@ -106,6 +110,10 @@ export interface GatehouseClient {
   verifyHistory(): Promise<VerifyResult>;
   /** `POST /v1/erasures` (scope `data:erase`): erase a session's caller content, or list it (`dry_run`). */
   eraseSession(input: EraseInput, options?: WriteOptions): Promise<ErasureReport>;
+  /** `POST /v1/erasures/subject` (scope `data:erase`): every session tagged with the subject, and the tags. */
+  eraseSubject(input: EraseSubjectInput, options?: WriteOptions): Promise<SubjectErasureReport>;
+  /** `POST /v1/subject-tags` (scope `state:write`). */
+  tagSession(input: TagSessionInput, options?: WriteOptions): Promise<SessionTag>;
   /** `POST /v1/webhooks`; the secret is in this answer and never again. */
   createWebhook(input: CreateWebhookInput, options?: WriteOptions): Promise<WebhookWithSecret>;
   /** `GET /v1/webhooks`. */
@@ -325,6 +333,8 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
     readHistory: (query = {}) => invoke('readHistory', { query: { ...query } }),
     verifyHistory: () => invoke('verifyHistory'),
     eraseSession: (input, opts) => invoke('eraseSession', { body: input, options: opts }),
+    eraseSubject: (input, opts) => invoke('eraseSubject', { body: input, options: opts }),
+    tagSession: (input, opts) => invoke('tagSession', { body: input, options: opts }),
     createWebhook: (input, opts) => invoke('createWebhook', { body: input, options: opts }),
     listWebhooks: async () => (await invoke('listWebhooks')).webhooks,
     getWebhook: (webhookId) => invoke('getWebhook', { params: { id: webhookId } }),

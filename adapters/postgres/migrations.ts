@@ -13,7 +13,7 @@
  * - `events` refuses UPDATE, DELETE and TRUNCATE with statement-level triggers, so even a
  *   statement that matches no row is refused.
  */
-import { EVENT_VALUES_TABLE, HISTORY_FORMAT_2 } from '../sql/historyUpgrade.js';
+import { EVENT_VALUES_TABLE, HISTORY_FORMAT_2, SESSION_SUBJECTS_TABLE } from '../sql/historyUpgrade.js';
 
 /** One migration; `upgradeHistory`: after its SQL, existing events are re-encoded (historyUpgrade.ts). */
 export interface PostgresMigration {
@@ -239,7 +239,9 @@ CREATE INDEX events_by_type ON events (tenant_id, type, seq) WHERE type <> 'gate
     // 7 is taken by the approval requesters table (another branch).
     version: 8,
     name: HISTORY_FORMAT_2,
-    sql: EVENT_VALUES_TABLE({ text: 'text COLLATE "C"', integer: 'bigint', suffix: '' }),
+    sql:
+      EVENT_VALUES_TABLE({ text: 'text COLLATE "C"', integer: 'bigint', suffix: '' }) +
+      SESSION_SUBJECTS_TABLE({ text: 'text COLLATE "C"', suffix: '' }),
     upgradeHistory: true,
   },
 ];

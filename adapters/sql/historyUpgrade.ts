@@ -36,6 +36,17 @@ CREATE TABLE event_values (
   PRIMARY KEY (tenant_id, seq)
 )${types.suffix};`;
 
+/** Subject tags of sessions (for erasure by subject), as both migration files create them. */
+export const SESSION_SUBJECTS_TABLE = (types: { text: string; suffix: string }) => `
+CREATE TABLE session_subjects (
+  tenant_id ${types.text} NOT NULL,
+  session_id ${types.text} NOT NULL,
+  subject ${types.text} NOT NULL,
+  tagged_at ${types.text} NOT NULL,
+  PRIMARY KEY (tenant_id, session_id)
+)${types.suffix};
+CREATE INDEX session_subjects_by_subject ON session_subjects (tenant_id, subject, session_id);`;
+
 /** Tenants with events. */
 export const UPGRADE_TENANTS = 'SELECT DISTINCT tenant_id FROM events ORDER BY tenant_id';
 

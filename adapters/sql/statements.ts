@@ -246,6 +246,13 @@ export function eraseSession(
   ];
 }
 
+/** A session's subject tag, replacing the one it had. */
+export const tagSession = `INSERT INTO session_subjects (tenant_id, session_id, subject, tagged_at) VALUES (?, ?, ?, ?)
+  ON CONFLICT (tenant_id, session_id) DO UPDATE SET subject = excluded.subject, tagged_at = excluded.tagged_at`;
+export const listSubjectSessions =
+  'SELECT session_id FROM session_subjects WHERE tenant_id = ? AND subject = ? ORDER BY session_id';
+export const deleteSubject = 'DELETE FROM session_subjects WHERE tenant_id = ? AND subject = ?';
+
 /** Pending deliveries of a session's events (found through the pending ones: few). */
 export const listSessionPendingDeliveries = `SELECT delivery_id FROM deliveries WHERE status = 'pending' AND tenant_id = ?
   AND event_id IN (SELECT event_id FROM events WHERE tenant_id = ? AND session_id = ?) ORDER BY delivery_id`;

@@ -176,6 +176,15 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
         paths: Object.keys(json<Record<string, unknown>>(r[2])),
       }));
     },
+    async tagSession(t, s, subject, at) {
+      await write([{ sql: sql.tagSession, args: [t, s, subject, at] }]);
+    },
+    async listSubjectSessions(t, subject) {
+      return (await db.rows(sql.listSubjectSessions, [t, subject])).map((r) => str(r[0]));
+    },
+    async deleteSubject(t, subject) {
+      await write([{ sql: sql.deleteSubject, args: [t, subject] }]);
+    },
     async listSessionPendingDeliveries(t, s) {
       return (await db.rows(sql.listSessionPendingDeliveries, [t, t, s])).map((r) => str(r[0]));
     },

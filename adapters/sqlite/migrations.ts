@@ -2,7 +2,7 @@
  * Versioned schema of the SQLite store. Each entry runs once, in order, inside a transaction;
  * `schema_migrations` records which ran. Never edit a shipped migration: add the next one.
  */
-import { EVENT_VALUES_TABLE, HISTORY_FORMAT_2 } from '../sql/historyUpgrade.js';
+import { EVENT_VALUES_TABLE, HISTORY_FORMAT_2, SESSION_SUBJECTS_TABLE } from '../sql/historyUpgrade.js';
 
 /** One migration; `upgradeHistory`: after its SQL, existing events are re-encoded (historyUpgrade.ts). */
 export interface SqliteMigration {
@@ -236,7 +236,9 @@ CREATE VIEW chain_heads AS SELECT tenant_id, max(seq) AS seq, hash FROM events G
     name: HISTORY_FORMAT_2,
     // The values and salts of caller-supplied fields, beside the chain; erasure deletes them. No
     // index but the key: an erasure finds a session's events through events_by_session.
-    sql: EVENT_VALUES_TABLE({ text: 'TEXT', integer: 'INTEGER', suffix: ' WITHOUT ROWID' }),
+    sql:
+      EVENT_VALUES_TABLE({ text: 'TEXT', integer: 'INTEGER', suffix: ' WITHOUT ROWID' }) +
+      SESSION_SUBJECTS_TABLE({ text: 'TEXT', suffix: ' WITHOUT ROWID' }),
     upgradeHistory: true,
   },
 ];

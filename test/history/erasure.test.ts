@@ -44,6 +44,10 @@ afterAll(async () => {
   for (const t of STORE_TARGETS) await t.cleanup();
 });
 
+async function expectRefused(p: Promise<unknown>) {
+  await expect(p).rejects.toMatchObject({ code: 'invalid_request' });
+}
+
 async function dump(store: Store): Promise<string> {
   const rows: unknown[] = [];
   for await (const r of store.dumpRows()) rows.push(r);
@@ -335,6 +339,50 @@ describe.each(STORE_TARGETS)('erasure on $name', (target) => {
       const unsalted = (c: string) => createHash('sha256').update(canonicalJson(c)).digest('hex');
       expect(candidates.filter((c) => unsalted(c) === commitment)).toEqual([]);
       expect(await dump(store)).not.toContain(field.salt);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a subject tag lets one request erase all of a person's sessions, and the tag itself", async () => {
+    const w = await world(target);
+    const { store, gh, marker } = w;
+    try {
+      for (const session_id of ['visit-1', 'visit-2', 'other']) {
+        await gh.recordState({
+          session_id,
+          key: 'user.name',
+          value: `${marker}-${session_id}`,
+          type: 'fact',
+          source: 'user_input',
+        });
+      }
+      const subject = `p-${marker}`;
+      await gh.tagSession({ session_id: 'visit-1', subject });
+      expect(await gh.tagSession({ session_id: 'visit-2', subject })).toMatchObject({
+        session_id: 'visit-2',
+        subject,
+      });
+      await gh.tagSession({ session_id: 'other', subject: 'p-someone-else' });
+      await expectRefused(gh.tagSession({ session_id: 'visit-1', subject: 'alice@example.com' }));
+
+      const dry = await gh.eraseSubject({ subject, dry_run: true });
+      expect(dry.sessions.map((s) => [s.session_id, s.fields])).toEqual([
+        ['visit-1', 2],
+        ['visit-2', 2],
+      ]);
+      const done = await gh.eraseSubject({ subject, reference: 'DSR-8' });
+      expect(done.sessions.map((s) => s.erasure !== null)).toEqual([true, true]);
+
+      const text = JSON.stringify(await gh.readHistory({ limit: 500 }));
+      expect(text).not.toContain(`${marker}-visit`);
+      expect(text).toContain(`${marker}-other`);
+      // The tag went too: the subject is nowhere in the database, and a second request finds nothing.
+      expect(await dump(store)).not.toContain(subject);
+      if (target.name === 'sqlite') expect(rawFiles(w.place).includes(subject)).toBe(false);
+      expect((await gh.eraseSubject({ subject, dry_run: true })).sessions).toEqual([]);
+      const verified = await gh.verifyHistory();
+      expect(verified).toMatchObject({ ok: true, erased_fields: 4 });
     } finally {
       await store.close();
     }

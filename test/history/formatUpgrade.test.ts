@@ -31,6 +31,7 @@ describe.each(STORE_TARGETS)('history format upgrade on $name', (target) => {
     const place = target.place();
     const store = await target.open(place);
     await target.exec(store, 'DROP TABLE event_values');
+    await target.exec(store, 'DROP TABLE session_subjects');
     await target.exec(store, `DELETE FROM schema_migrations WHERE version = ${target.formatMigration}`);
     await store.loadRows(records(fixture.rows));
     await store.close();
@@ -119,6 +120,7 @@ describe.each(STORE_TARGETS)('history format upgrade on $name', (target) => {
     const place = target.place();
     const store = await target.open(place);
     await target.exec(store, 'DROP TABLE event_values');
+    await target.exec(store, 'DROP TABLE session_subjects');
     await target.exec(store, `DELETE FROM schema_migrations WHERE version = ${target.formatMigration}`);
     await store.loadRows(records(rows));
     await store.close();

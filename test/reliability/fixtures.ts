@@ -118,6 +118,20 @@ export const ROUTES: readonly Route[] = [
     // A dry run: the matrix calls every route many times, and the world's sessions must stay.
     body: () => ({ session_id: 's1', dry_run: true }),
   },
+  {
+    method: 'POST',
+    pattern: '/v1/erasures/subject',
+    scope: 'data:erase',
+    params: [],
+    body: () => ({ subject: 'p-1', dry_run: true }),
+  },
+  {
+    method: 'POST',
+    pattern: '/v1/subject-tags',
+    scope: 'state:write',
+    params: [],
+    body: () => ({ session_id: 's1', subject: 'p-1' }),
+  },
   { method: 'GET', pattern: '/v1/me', scope: null, params: [] },
   {
     method: 'POST',
