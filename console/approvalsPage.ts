@@ -5,7 +5,7 @@
  * Listing needs `approvals:decide`; one approval may also be read with `gate:evaluate`.
  */
 import { ApiError, get, post, seg } from './api.js';
-import { badge, errorBox, facts, h, json, link, replace, row, shortId, table, time } from './dom.js';
+import { badge, errorBox, facts, h, json, link, replace, row, shortId, shown, table, time } from './dom.js';
 import type { HistoryEvent } from './historyPage.js';
 import type { Page, PageContext } from './pageTypes.js';
 import { APPROVAL_STATUSES, type ApprovalStatus } from './vocabulary.js';
@@ -172,6 +172,7 @@ function heldBy(approval: Approval): HTMLElement {
 
 /** `amount=9000, to="acct-9"`, cut to a table cell's width. */
 function paramsLine(params: Record<string, unknown>): HTMLElement {
+  if (params['erased'] === true) return h('span', { class: 'muted' }, shown(params));
   const text = Object.entries(params)
     .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
     .join(', ');

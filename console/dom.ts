@@ -26,11 +26,25 @@ export function h<K extends keyof HTMLElementTagNameMap>(
   return element;
 }
 
+/**
+ * How a value shows as text. A field erased from the history (docs/data-lifecycle.md) arrives as
+ * `{erased: true, by: <seq>}` where the API otherwise has a string: it shows as such.
+ */
+export function shown(value: unknown): string {
+  if (value !== null && typeof value === 'object') {
+    const v = value as { erased?: unknown; by?: unknown };
+    if (v.erased === true) return v.by == null ? '(erased)' : `(erased by #${String(v.by)})`;
+    return JSON.stringify(value);
+  }
+  return String(value);
+}
+
 /** Appends children, skipping empty ones. */
 export function append(parent: Node, ...children: Child[]): void {
   for (const child of children) {
     if (child === null || child === undefined || child === false) continue;
-    parent.appendChild(typeof child === 'object' ? child : document.createTextNode(String(child)));
+    // Not only nodes arrive as objects: an erased field is an object where a string was typed.
+    parent.appendChild(child instanceof Node ? child : document.createTextNode(shown(child)));
   }
 }
 

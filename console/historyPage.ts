@@ -3,7 +3,7 @@
  * ones streamed in as they are written; filters by session, type and verdict; "Verify chain".
  */
 import { followStream, get } from './api.js';
-import { badge, errorBox, h, link, replace, row, shortId, time } from './dom.js';
+import { badge, errorBox, h, link, replace, row, shortId, shown, time } from './dom.js';
 import type { Page, PageContext } from './pageTypes.js';
 import { EVENT_TYPES, VERDICTS } from './vocabulary.js';
 
@@ -27,7 +27,7 @@ const PAGE_SIZE = 50;
 const MAX_PAGES_PER_LOAD = 10;
 
 const text = (value: unknown) =>
-  typeof value === 'string' ? value : value === undefined ? '' : JSON.stringify(value);
+  typeof value === 'string' ? value : value === undefined ? '' : shown(value);
 
 /** One line saying what an event is about. */
 export function summarize(event: HistoryEvent): Node {

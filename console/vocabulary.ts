@@ -16,6 +16,8 @@ export const EVENT_TYPES = [
   'approval.used',
   'policy.activated',
   'policy.replayed',
+  'erasure.completed',
+  'history.upgraded',
 ] as const;
 
 export const VERDICTS = ['Allow', 'Warn', 'Block'] as const;

@@ -7,6 +7,7 @@
 import type { Gatehouse, GatehouseOptions } from './gatehouseTypes.js';
 import { approvalOperations } from './operations/approvalOperations.js';
 import { decisionOperations } from './operations/decisionOperations.js';
+import { erasureOperations } from './operations/erasureOperations.js';
 import { historyOperations } from './operations/historyOperations.js';
 import { createOperationContext, type OperationContext } from './operations/operationContext.js';
 import { policyOperations } from './operations/policyOperations.js';
@@ -45,5 +46,6 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     }),
     ...approvalOperations(shared),
     ...policyOperations(shared),
+    ...erasureOperations(shared),
   };
 }

@@ -26,6 +26,9 @@ import type {
   DecideApprovalInput,
   Decision,
   Delivery,
+  EraseInput,
+  EraseSubjectInput,
+  ErasureReport,
   EvaluateInput,
   HistoryEvent,
   HistoryPage,
@@ -35,7 +38,10 @@ import type {
   RecordStateResult,
   ResolveConflictInput,
   Scope,
+  SessionTag,
   StateItem,
+  SubjectErasureReport,
+  TagSessionInput,
   VerifyResult,
   Webhook,
   WebhookWarning,
@@ -207,8 +213,22 @@ export interface Gatehouse {
 
   /** A page of history, newest first by default. */
   readHistory(query?: HistoryQuery, ctx?: CallContext): Promise<HistoryPage>;
-  /** Recomputes the tenant's hash chain. */
+  /** Recomputes the tenant's hash chain and checks every kept value against its commitment. */
   verifyHistory(ctx?: CallContext): Promise<VerifyResult>;
+  /**
+   * Erases what callers wrote into a session — history values and their salts, state values,
+   * conflict values, approval params — in one transaction that denies its pending approvals and
+   * ends with an `erasure.completed` event; `dry_run` only lists it. See docs/data-lifecycle.md.
+   * @throws {GatehouseError} `invalid_request` for a bad input.
+   */
+  eraseSession(input: EraseInput, ctx?: CallContext): Promise<ErasureReport>;
+  /**
+   * {@link eraseSession} for every session tagged with `subject`, in one transaction, and deletes
+   * the tags (the subject is personal data too).
+   */
+  eraseSubject(input: EraseSubjectInput, ctx?: CallContext): Promise<SubjectErasureReport>;
+  /** Tags a session with a pseudonymous subject (replacing its tag), for {@link eraseSubject}. */
+  tagSession(input: TagSessionInput, ctx?: CallContext): Promise<SessionTag>;
 
   /** Subscribes a URL; the secret is in the answer and never again. */
   createWebhook(input: CreateWebhookInput, ctx?: CallContext): Promise<WebhookWithSecret>;

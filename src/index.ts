@@ -55,9 +55,36 @@ export type {
   GatehouseOptions,
   WebhookUrlCheck,
 } from './gatehouseTypes.js';
+export {
+  CALLER_CONTENT,
+  commitField,
+  createSaltSource,
+  type ErasedField,
+  type EventValues,
+  erasedMarker,
+  eventValuesOf,
+  HISTORY_FORMAT,
+  isErased,
+  openEventData,
+  openEventDataJson,
+  type SaltSource,
+  type SealedData,
+  type SealedField,
+  type SealedFields,
+  sealEventData,
+} from './history/commitments.js';
 export { type CursorPosition, decodeCursor, encodeCursor } from './history/cursor.js';
 export { summarizeEvent } from './history/eventSummary.js';
-export { GENESIS_HASH, type HashedFields, hashEvent, verifyChain } from './history/hashChain.js';
+export {
+  type ErasedPath,
+  GENESIS_HASH,
+  type HashedFields,
+  hashEvent,
+  hashEventFormat1,
+  hashTenantEvent,
+  type SealedEvent,
+  verifyChain,
+} from './history/hashChain.js';
 export {
   type Activation,
   type ActivePolicies,

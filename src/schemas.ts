@@ -184,7 +184,7 @@ export const StateItemSchema = z.object({
   category: z.string(),
   version: z.number().int().min(1),
   /** `current`: the value in force; `conflicted`: in force, with an open conflict; `superseded`: an old version. */
-  status: z.enum(['current', 'conflicted', 'superseded']),
+  status: z.enum(['current', 'conflicted', 'superseded', 'erased']),
   metadata: z.record(z.string(), z.unknown()),
   updated_at: z.string(),
 });
@@ -210,7 +210,7 @@ export const ConflictSchema = z.object({
     trust: z.number().int(),
     metadata: z.record(z.string(), z.unknown()),
   }),
-  resolution: z.enum(['keep_current', 'accept_proposed', 'superseded']).nullable(),
+  resolution: z.enum(['keep_current', 'accept_proposed', 'superseded', 'erased']).nullable(),
   created_at: z.string(),
   resolved_at: z.string().nullable(),
 });
@@ -324,6 +324,8 @@ export const EVENT_TYPES = [
   'approval.used',
   'policy.activated',
   'policy.replayed',
+  'erasure.completed',
+  'history.upgraded',
 ] as const;
 export const EventTypeSchema = z.enum(EVENT_TYPES);
 export type EventType = z.infer<typeof EventTypeSchema>;
@@ -399,6 +401,12 @@ export const VerifyResultSchema = z.object({
   head: z.string().nullable(),
   first_bad_seq: z.number().int().nullable(),
   problem: z.string().nullable(),
+  /** Caller-supplied fields whose kept value matched its commitment. */
+  verified_fields: z.number().int(),
+  /** Fields whose value was erased (each named by an `erasure.completed` event). */
+  erased_fields: z.number().int(),
+  /** The erased fields: the event's seq and the field's JSON Pointer into its data. */
+  erased: z.array(z.object({ seq: z.number().int(), path: z.string() })),
 });
 export type VerifyResult = z.infer<typeof VerifyResultSchema>;
 
@@ -480,6 +488,88 @@ export const DeliverySchema = z.object({
 });
 export type Delivery = z.infer<typeof DeliverySchema>;
 
+/**
+ * `POST /v1/erasures`: erase what callers wrote into one session (history values, state values,
+ * conflicts, approvals), keeping the hash-chained envelopes.
+ */
+export const EraseInputSchema = z.strictObject({
+  session_id: SessionIdSchema,
+  /** List what would be erased; erase nothing. @default false */
+  dry_run: z.boolean().optional(),
+  /**
+   * The request's reference (a ticket ID), recorded in the `erasure.completed` event: it is
+   * kept in the chain, so it must not be personal data; letters, digits and `._:#/-` only.
+   */
+  reference: z
+    .string()
+    .regex(
+      /^[A-Za-z0-9._:#/-]{1,128}$/,
+      'must be 1-128 letters, digits or ._:#/- (a ticket ID, not personal data)',
+    )
+    .optional(),
+});
+export type EraseInput = z.input<typeof EraseInputSchema>;
+
+/**
+ * A pseudonymous person ID a caller tags sessions with, so one request erases all of a person's
+ * sessions. It must not itself be personal data (an e-mail, a name): use an opaque ID.
+ */
+export const SubjectSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9._:-]{1,128}$/, 'must be 1-128 letters, digits or ._:- (a pseudonymous ID)');
+
+/** `POST /v1/subject-tags`: tag a session with a subject (replacing its tag). */
+export const TagSessionInputSchema = z.strictObject({ session_id: SessionIdSchema, subject: SubjectSchema });
+export type TagSessionInput = z.input<typeof TagSessionInputSchema>;
+
+/** A session's subject tag. */
+export const SessionTagSchema = z.object({
+  session_id: z.string(),
+  subject: z.string(),
+  tagged_at: z.string(),
+});
+export type SessionTag = z.infer<typeof SessionTagSchema>;
+
+/** `POST /v1/erasures/subject`: erase every session tagged with a subject, and the tags. */
+export const EraseSubjectInputSchema = z.strictObject({
+  subject: SubjectSchema,
+  /** List what would be erased; erase nothing. @default false */
+  dry_run: z.boolean().optional(),
+  /** As {@link EraseInputSchema}'s `reference`. */
+  reference: EraseInputSchema.shape.reference,
+});
+export type EraseSubjectInput = z.input<typeof EraseSubjectInputSchema>;
+
+/** What an erasure erased, or (dry run) would erase. */
+export const ErasureReportSchema = z.object({
+  session_id: z.string(),
+  dry_run: z.boolean(),
+  reference: z.string().nullable(),
+  /** The session's events with kept values, and the JSON Pointers of those fields. */
+  events: z.array(z.object({ seq: z.number().int(), type: z.string(), paths: z.array(z.string()) })),
+  /** How many fields in all. */
+  fields: z.number().int(),
+  /** Keys of the session's current state items, whose values are cleared. */
+  state_items: z.array(z.string()),
+  /** Pending approvals of the session, denied. */
+  pending_approvals: z.array(z.string()),
+  /** Approved, unused approvals of the session, expired (they were bound to the erased params). */
+  approved_approvals: z.array(z.string()),
+  /** Pending webhook deliveries of the session's events: they go out with the values erased. */
+  pending_deliveries: z.array(z.string()),
+  /** The `erasure.completed` event; null on a dry run. */
+  erasure: z.object({ event_id: z.string(), seq: z.number().int() }).nullable(),
+});
+export type ErasureReport = z.infer<typeof ErasureReportSchema>;
+
+/** What an erasure by subject erased: one report per tagged session (the tags are deleted too). */
+export const SubjectErasureReportSchema = z.object({
+  subject: z.string(),
+  dry_run: z.boolean(),
+  sessions: z.array(ErasureReportSchema),
+});
+export type SubjectErasureReport = z.infer<typeof SubjectErasureReportSchema>;
+
 /** The API key scopes. `admin` implies all others. */
 export const SCOPES = [
   'state:write',
@@ -489,6 +579,7 @@ export const SCOPES = [
   'webhooks:manage',
   'approvals:decide',
   'policy:write',
+  'data:erase',
   'admin',
 ] as const;
 export const ScopeSchema = z.enum(SCOPES);

@@ -5,6 +5,9 @@
  *
  * Every method is scoped by `tenantId`: nothing of one tenant is reachable through another.
  */
+
+import type { SealedFields } from './history/commitments.js';
+import type { SealedEvent } from './history/hashChain.js';
 import type {
   ApiKey,
   Approval,
@@ -21,6 +24,14 @@ import type {
 /** A history event as stored, with the decision it belongs to (indexed). */
 export interface StoredEvent extends HistoryEvent {
   decision_id: string | null;
+}
+
+/** An event of a session whose caller-supplied values are still kept: what an erasure would erase. */
+export interface SessionValues {
+  seq: number;
+  type: EventType;
+  /** JSON Pointers of the kept fields. */
+  paths: string[];
 }
 
 /** Filters for {@link StoreReader.queryEvents}. */
@@ -256,8 +267,29 @@ export interface StoreTx extends StoreReader, PolicyWriter {
   ): Promise<void>;
   /** The tenant's chain head, locked until the transaction ends; `null` before the first event. */
   lockChainHead(tenantId: string): Promise<ChainHead | null>;
-  /** Appends an event and moves the chain head to it. */
-  appendEvent(tenantId: string, event: StoredEvent): Promise<void>;
+  /**
+   * Appends an event (its `data` is the hashed envelope) and moves the chain head to it; its
+   * caller-supplied fields and their salts, when it has any, go beside it (`event_values`).
+   */
+  appendEvent(tenantId: string, event: StoredEvent, fields?: SealedFields | null): Promise<void>;
+  /** Events of a session whose values are kept (not erased), in seq order. */
+  listSessionValues(tenantId: string, sessionId: string): Promise<SessionValues[]>;
+  /** Tags a session with a subject, replacing its tag. */
+  tagSession(tenantId: string, sessionId: string, subject: string, at: string): Promise<void>;
+  /** The sessions tagged with a subject, in ID order. */
+  listSubjectSessions(tenantId: string, subject: string): Promise<string[]>;
+  /** Deletes a subject's tags. */
+  deleteSubject(tenantId: string, subject: string): Promise<void>;
+  /** Pending deliveries of a session's events, by delivery ID. */
+  listSessionPendingDeliveries(tenantId: string, sessionId: string): Promise<string[]>;
+  /**
+   * Erases a session's caller content: the values and salts of its events (their rows keep only
+   * `erased_by`), the values and metadata of its state versions (its items' status becomes
+   * `erased`), the values of its conflicts (open ones are resolved `erased`) and the params,
+   * reason, comment and digest of its approvals. Pending deliveries need nothing: a body is built
+   * from the event and its values when it is sent.
+   */
+  eraseSession(tenantId: string, sessionId: string, options: { erasedBy: number; at: string }): Promise<void>;
   insertDeliveries(tenantId: string, deliveries: NewDelivery[]): Promise<void>;
   insertWebhook(tenantId: string, webhook: StoredWebhook): Promise<void>;
   updateWebhook(
@@ -348,11 +380,13 @@ export const STORE_TABLES = [
   'state_items',
   'conflicts',
   'events',
+  'event_values',
   'chain_heads',
   'deliveries',
   'approvals',
   'policy_revisions',
   'policy_active',
+  'session_subjects',
 ] as const;
 
 /** One table of a Store. */
@@ -366,11 +400,13 @@ export const STORE_TABLE_KEYS: Readonly<Record<StoreTable, readonly string[]>> =
   state_items: ['tenant_id', 'session_id', 'key'],
   conflicts: ['conflict_id'],
   events: ['tenant_id', 'seq'],
+  event_values: ['tenant_id', 'seq'],
   chain_heads: ['tenant_id'],
   deliveries: ['delivery_id'],
   approvals: ['approval_id'],
   policy_revisions: ['tenant_id', 'revision'],
   policy_active: ['tenant_id'],
+  session_subjects: ['tenant_id', 'session_id'],
 };
 
 /** One row of a dump: the same columns (text and numbers) in every Store, so dumps move between them. */
@@ -414,12 +450,18 @@ export interface Store extends StoreReader, KeyStore, OutboxStore {
    * undoes only its own writes, and the promise settles only after the COMMIT that holds them.
    */
   transaction<T>(fn: (tx: StoreTx) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  /**
+   * Removes from the database's files what an erasure left there (SQLite: checkpoints the WAL and
+   * truncates it; free pages are zeroed already). Optional: a store without it keeps nothing of
+   * its own beyond its tables.
+   */
+  scrub?(): Promise<void>;
   /** Lightweight liveness query; throws when the database is unreachable. */
   ping(): Promise<void>;
   /** Closes the database; safe to call twice. */
   close(): Promise<void>;
   /** Events of a tenant in seq order, in pages, for chain verification and export. */
-  scanEvents(tenantId: string, options?: { pageSize?: number }): AsyncIterable<HistoryEvent[]>;
+  scanEvents(tenantId: string, options?: { pageSize?: number }): AsyncIterable<SealedEvent[]>;
   /** Tenants that have events. */
   listTenants(): Promise<string[]>;
   /** Every row of every table ({@link STORE_TABLES} order; events in seq order), for export. */

@@ -294,12 +294,67 @@ storeOptions(program.command('verify'))
         ok &&= r.ok;
         process.stdout.write(
           r.ok
-            ? `tenant ${tenantId}: ok, ${r.checked} events, head ${r.head ?? '-'}\n`
+            ? `tenant ${tenantId}: ok, ${r.checked} events, ${r.verified_fields} values verified, ${r.erased_fields} erased, head ${r.head ?? '-'}\n`
             : `tenant ${tenantId}: BROKEN at seq ${r.first_bad_seq}: ${r.problem}\n`,
         );
       }
       if (tenants.length === 0) process.stdout.write('no events yet\n');
       process.exitCode = ok ? 0 : 1;
+    } finally {
+      await gatehouse.store.close();
+    }
+  });
+
+storeOptions(program.command('erase'))
+  .description(
+    "erase what callers wrote into a session, or into every session tagged with a subject (history values, state, conflicts, approvals); the chain's envelopes stay",
+  )
+  .option('--session <id>', 'the session to erase')
+  .option('--subject <id>', 'erase every session tagged with this pseudonymous subject, and the tags')
+  .option('--tenant <id>', 'tenant', 'default')
+  .option(
+    '--reference <ref>',
+    'the request reference (a ticket ID, not personal data), recorded in the event',
+  )
+  .option('--dry-run', 'list what would be erased; erase nothing')
+  .option('--json', 'print the report as JSON')
+  .action(async (flags) => {
+    if (Boolean(flags.session) === Boolean(flags.subject))
+      throw new Error('Give --session or --subject (one).');
+    const gatehouse = await openGatehouse(readStoreConfig(flags));
+    try {
+      const common = {
+        ...(flags.dryRun ? { dry_run: true } : {}),
+        ...(flags.reference ? { reference: flags.reference as string } : {}),
+      };
+      const ctx = { tenantId: flags.tenant as string, actor: 'cli' };
+      const reports = flags.subject
+        ? (await gatehouse.eraseSubject({ subject: flags.subject as string, ...common }, ctx)).sessions
+        : [await gatehouse.eraseSession({ session_id: flags.session as string, ...common }, ctx)];
+      if (flags.json) {
+        process.stdout.write(
+          `${JSON.stringify(flags.subject ? { subject: flags.subject, sessions: reports } : reports[0])}\n`,
+        );
+        return;
+      }
+      if (flags.subject) process.stdout.write(`subject ${flags.subject}: ${reports.length} session(s)\n`);
+      for (const report of reports) {
+        const verb = report.dry_run ? 'would erase' : 'erased';
+        process.stdout.write(
+          `${verb} ${report.fields} field(s) of ${report.events.length} event(s) in session ${report.session_id}\n`,
+        );
+        for (const e of report.events)
+          process.stdout.write(`  seq ${e.seq} ${e.type}: ${e.paths.join(' ')}\n`);
+        process.stdout.write(`state items: ${report.state_items.join(', ') || '-'}\n`);
+        process.stdout.write(`pending approvals (denied): ${report.pending_approvals.join(', ') || '-'}\n`);
+        process.stdout.write(
+          `approved approvals (expired): ${report.approved_approvals.join(', ') || '-'}\n`,
+        );
+        process.stdout.write(`pending webhook deliveries: ${report.pending_deliveries.length}\n`);
+        if (report.erasure) {
+          process.stdout.write(`erasure.completed: seq ${report.erasure.seq} ${report.erasure.event_id}\n`);
+        }
+      }
     } finally {
       await gatehouse.store.close();
     }

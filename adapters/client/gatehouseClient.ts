@@ -19,6 +19,9 @@ import {
   type Decision,
   type DecisionRecord,
   type Delivery,
+  type EraseInput,
+  type EraseSubjectInput,
+  type ErasureReport,
   type EvaluateInput,
   GatehouseError,
   type HistoryEvent,
@@ -35,7 +38,10 @@ import {
   type ReplayReport,
   type ResolveConflictInput,
   type Scope,
+  type SessionTag,
   type StateItem,
+  type SubjectErasureReport,
+  type TagSessionInput,
   type VerifyResult,
   type Webhook,
   type WebhookWithSecret,
@@ -102,6 +108,12 @@ export interface GatehouseClient {
   readHistory(query?: HistoryQuery): Promise<HistoryPage>;
   /** `GET /v1/history/verify`: recomputes the tenant's hash chain. */
   verifyHistory(): Promise<VerifyResult>;
+  /** `POST /v1/erasures` (scope `data:erase`): erase a session's caller content, or list it (`dry_run`). */
+  eraseSession(input: EraseInput, options?: WriteOptions): Promise<ErasureReport>;
+  /** `POST /v1/erasures/subject` (scope `data:erase`): every session tagged with the subject, and the tags. */
+  eraseSubject(input: EraseSubjectInput, options?: WriteOptions): Promise<SubjectErasureReport>;
+  /** `POST /v1/subject-tags` (scope `state:write`). */
+  tagSession(input: TagSessionInput, options?: WriteOptions): Promise<SessionTag>;
   /** `POST /v1/webhooks`; the secret is in this answer and never again. */
   createWebhook(input: CreateWebhookInput, options?: WriteOptions): Promise<WebhookWithSecret>;
   /** `GET /v1/webhooks`. */
@@ -320,6 +332,9 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
       invoke('recordOutcome', { params: { id: decisionId }, body: input, options: opts }),
     readHistory: (query = {}) => invoke('readHistory', { query: { ...query } }),
     verifyHistory: () => invoke('verifyHistory'),
+    eraseSession: (input, opts) => invoke('eraseSession', { body: input, options: opts }),
+    eraseSubject: (input, opts) => invoke('eraseSubject', { body: input, options: opts }),
+    tagSession: (input, opts) => invoke('tagSession', { body: input, options: opts }),
     createWebhook: (input, opts) => invoke('createWebhook', { body: input, options: opts }),
     listWebhooks: async () => (await invoke('listWebhooks')).webhooks,
     getWebhook: (webhookId) => invoke('getWebhook', { params: { id: webhookId } }),

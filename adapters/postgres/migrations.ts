@@ -13,7 +13,17 @@
  * - `events` refuses UPDATE, DELETE and TRUNCATE with statement-level triggers, so even a
  *   statement that matches no row is refused.
  */
-export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
+import { EVENT_VALUES_TABLE, HISTORY_FORMAT_2, SESSION_SUBJECTS_TABLE } from '../sql/historyUpgrade.js';
+
+/** One migration; `upgradeHistory`: after its SQL, existing events are re-encoded (historyUpgrade.ts). */
+export interface PostgresMigration {
+  version: number;
+  name: string;
+  sql: string;
+  upgradeHistory?: true;
+}
+
+export const POSTGRES_MIGRATIONS: ReadonlyArray<PostgresMigration> = [
   {
     version: 1,
     name: 'initial schema',
@@ -234,5 +244,13 @@ CREATE INDEX events_by_type ON events (tenant_id, type, seq) WHERE type <> 'gate
 ALTER TABLE approvals ADD COLUMN requesters text COLLATE "C" NOT NULL DEFAULT '[]';
 UPDATE approvals SET requesters = '["' || COALESCE(requested_by, 'in-process') || '"]';
 `,
+  },
+  {
+    version: 8,
+    name: HISTORY_FORMAT_2,
+    sql:
+      EVENT_VALUES_TABLE({ text: 'text COLLATE "C"', integer: 'bigint', suffix: '' }) +
+      SESSION_SUBJECTS_TABLE({ text: 'text COLLATE "C"', suffix: '' }),
+    upgradeHistory: true,
   },
 ];

@@ -18,7 +18,7 @@
  * inputs are checked storable before they reach a transaction, and their keys are unique by
  * construction or held under the item's lock.
  */
-import type { NewDelivery, StateItem, StoredEvent, StoreTx } from '../../src/index.js';
+import type { NewDelivery, SealedFields, StateItem, StoredEvent, StoreTx } from '../../src/index.js';
 import type { Statement } from '../sql/dialect.js';
 import type { BatchConnection } from '../sql/groupCommit.js';
 import * as sql from '../sql/statements.js';
@@ -218,7 +218,7 @@ export class PipelinedBatch {
    */
   #sendWrites(writes: readonly DeferredWrite[], shared: boolean): void {
     if (writes.length === 0) return;
-    const events = new Map<string, StoredEvent[]>();
+    const events = new Map<string, Array<StoredEvent & { fields: SealedFields | null }>>();
     const deliveries = new Map<string, NewDelivery[]>();
     const rest: Statement[] = [];
     let versions: { tenantId: string; items: StateItem[] } | undefined;
@@ -227,7 +227,7 @@ export class PipelinedBatch {
       versions = undefined;
     };
     for (const w of writes) {
-      if (w.kind === 'event') push(events, w.tenantId, [w.event]);
+      if (w.kind === 'event') push(events, w.tenantId, [{ ...w.event, fields: w.fields }]);
       else if (w.kind === 'deliveries') push(deliveries, w.tenantId, w.rows);
       else if (w.kind === 'itemVersion') {
         if (versions?.tenantId !== w.tenantId || versions.items.length === ROWS_PER_INSERT) endVersions();
@@ -243,9 +243,11 @@ export class PipelinedBatch {
     for (const [tenantId, list] of events) {
       for (let i = 0; i < list.length; i += ROWS_PER_INSERT) {
         const chunk = list.slice(i, i + ROWS_PER_INSERT);
+        const values = sql.insertEventValues(tenantId, chunk);
         out.push(
           this.#options.combineWrites([
             sql.insertEvents(tenantId, chunk),
+            ...(values ? [values] : []),
             sql.moveChainHead(tenantId, chunk[chunk.length - 1]!),
           ]),
         );

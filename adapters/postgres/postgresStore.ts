@@ -25,17 +25,26 @@
  *   transaction.
  */
 import {
+  createIdGenerator,
   type DumpRecord,
   GatehouseError,
   type Store,
   type StoreTx,
+  systemRandomBytes,
   type TransactionOptions,
 } from '../../src/index.js';
 import { ApiKeyCache } from '../sql/apiKeyCache.js';
-import type { Statement } from '../sql/dialect.js';
+import { numberPlaceholders, type Statement } from '../sql/dialect.js';
 import { assertEmptyForLoad, dumpTables, loadRecords } from '../sql/dumpLoad.js';
 import type { SqlExecutor } from '../sql/executor.js';
 import { type BatchMember, GroupCommitQueue, runBatch } from '../sql/groupCommit.js';
+import {
+  TenantUpgrade,
+  UPGRADE_FIRST_EVENT,
+  UPGRADE_PAGE,
+  UPGRADE_PAGE_SIZE,
+  UPGRADE_TENANTS,
+} from '../sql/historyUpgrade.js';
 import { apiKeyValues, num, type Row, str } from '../sql/rows.js';
 import * as sql from '../sql/statements.js';
 import type { DeferredWrite } from '../sql/storeOperations.js';
@@ -209,6 +218,40 @@ async function inTransaction<T>(
   }
 }
 
+/**
+ * Re-encodes every tenant's history in format 2, in the caller's transaction (the migration's,
+ * or a load's: `detect` then skips tenants already in format 2); the trigger refusing UPDATE on
+ * `events` is disabled only inside it.
+ */
+async function upgradeHistory(client: PostgresClient, options: { detect?: boolean } = {}): Promise<void> {
+  let tenants = (await client.query<Row>(UPGRADE_TENANTS)).rows.map((r) => str(r['tenant_id']));
+  if (options.detect) {
+    const format1: string[] = [];
+    for (const t of tenants) {
+      const [first] = (await client.query<Row>(numberPlaceholders(UPGRADE_FIRST_EVENT), [t])).rows;
+      if (first !== undefined && TenantUpgrade.isFormat1(t, first)) format1.push(t);
+    }
+    tenants = format1;
+  }
+  if (tenants.length === 0) return;
+  const run = (s: Statement) => client.query(numberPlaceholders(s.sql), [...s.args]);
+  await client.query('ALTER TABLE events DISABLE TRIGGER events_no_update_or_delete');
+  const ids = createIdGenerator();
+  for (const tenantId of tenants) {
+    const upgrade = new TenantUpgrade(tenantId, systemRandomBytes);
+    for (;;) {
+      const page = (
+        await client.query<Row>(numberPlaceholders(UPGRADE_PAGE), [tenantId, upgrade.seq, UPGRADE_PAGE_SIZE])
+      ).rows;
+      for (const row of page) for (const s of upgrade.next(row)) await run(s);
+      if (page.length < UPGRADE_PAGE_SIZE) break;
+    }
+    const at = new Date().toISOString();
+    for (const s of upgrade.finish({ eventId: ids('evt'), occurredAt: at, chainHeadRow: true })) await run(s);
+  }
+  await client.query('ALTER TABLE events ENABLE TRIGGER events_no_update_or_delete');
+}
+
 /** Creates the schema if needed and applies pending migrations, serialised across instances. */
 async function migrate(pool: PostgresPool, schema: string): Promise<void> {
   await inTransaction(pool, 'BEGIN', async (client) => {
@@ -227,6 +270,7 @@ async function migrate(pool: PostgresPool, schema: string): Promise<void> {
     for (const m of POSTGRES_MIGRATIONS) {
       if (applied.has(m.version)) continue;
       await client.query(m.sql);
+      if (m.upgradeHistory) await upgradeHistory(client);
       await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
         m.version,
         m.name,
@@ -476,7 +520,7 @@ function createPostgresStore(
           if (!columns.has(table)) columns.set(table, new Set());
           columns.get(table)!.add(str(r['column_name']));
         }
-        return loadRecords(records, {
+        const count = await loadRecords(records, {
           columns,
           batchRows: LOAD_BATCH_ROWS,
           insert: async (table, cols, rows) => {
@@ -484,6 +528,10 @@ function createPostgresStore(
             await txDb.run(sql.insertRows(table, cols, rows.length), values);
           },
         });
+        // A dump of a version before history format 2 is upgraded as the migration would have
+        // (unless the schema is older still: then the migration will).
+        if (columns.has('event_values')) await upgradeHistory(client, { detect: true });
+        return count;
       });
     },
 

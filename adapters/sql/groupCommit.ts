@@ -164,9 +164,15 @@ function cachedTx(
       heads.set(tenantId, head);
       return head;
     },
-    async appendEvent(tenantId, event) {
-      await inner.appendEvent(tenantId, event);
+    async appendEvent(tenantId, event, fields) {
+      await inner.appendEvent(tenantId, event, fields);
       cache.current.heads.set(tenantId, { seq: event.seq, hash: event.hash });
+    },
+    async eraseSession(tenantId, sessionId, options) {
+      // Every item and conflict of the session changes.
+      cache.current.items.clear();
+      cache.current.conflicts.clear();
+      await inner.eraseSession(tenantId, sessionId, options);
     },
     async listWebhooks(tenantId) {
       const { webhooks } = cache.current;

@@ -6,8 +6,11 @@ import {
   type Approval,
   type Conflict,
   type Delivery,
+  eventValuesOf,
   type HistoryEvent,
   IN_PROCESS_CALLER,
+  openEventData,
+  type SealedEvent,
   type StateItem,
   type StoredApiKey,
   type StoredEvent,
@@ -86,8 +89,23 @@ export function rowToConflict(r: Row): Conflict {
   };
 }
 
-/** An `events` row. */
+/** An `events` row joined with its `event_values` row, as readers see it: values in place. */
 export function rowToEvent(r: Row): StoredEvent {
+  return {
+    event_id: str(r['event_id']),
+    seq: num(r['seq']),
+    type: r['type'] as HistoryEvent['type'],
+    session_id: str(r['session_id']),
+    occurred_at: str(r['occurred_at']),
+    data: openEventData(json(r['data']), valuesOfRow(r)),
+    prev_hash: str(r['prev_hash']),
+    hash: str(r['hash']),
+    decision_id: strOrNull(r['decision_id']),
+  };
+}
+
+/** The same row as verification reads it: the hashed envelope and the values beside it. */
+export function rowToSealedEvent(r: Row): SealedEvent {
   return {
     event_id: str(r['event_id']),
     seq: num(r['seq']),
@@ -97,9 +115,11 @@ export function rowToEvent(r: Row): StoredEvent {
     data: json(r['data']),
     prev_hash: str(r['prev_hash']),
     hash: str(r['hash']),
-    decision_id: strOrNull(r['decision_id']),
+    values: valuesOfRow(r),
   };
 }
+
+const valuesOfRow = (r: Row) => eventValuesOf(strOrNull(r['value_fields']), numOrNull(r['erased_by']));
 
 /** The public event, without the index column. */
 export function withoutDecision(e: StoredEvent): HistoryEvent {

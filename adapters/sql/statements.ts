@@ -11,6 +11,7 @@ import type {
   ConflictQuery,
   EventQuery,
   NewDelivery,
+  SealedFields,
   StateItem,
   StoredEvent,
   StoredWebhook,
@@ -28,7 +29,13 @@ export const VERSION_COLUMNS =
   'v.session_id, v.key, v.value, v.type, v.source, v.trust, v.sensitivity, v.category, v.version, v.metadata, v.updated_at';
 export const CONFLICT_COLUMNS =
   'conflict_id, session_id, key, status, body, resolution, created_at, resolved_at';
-const EVENT_COLUMNS = 'event_id, seq, type, session_id, decision_id, occurred_at, data, prev_hash, hash';
+/**
+ * An event with its `event_values` row (history format 2: the caller-supplied fields beside the
+ * chain); `value_fields` and `erased_by` are both NULL where the event has none.
+ */
+const EVENT_COLUMNS =
+  'e.event_id, e.seq, e.type, e.session_id, e.decision_id, e.occurred_at, e.data, e.prev_hash, e.hash, v.fields AS value_fields, v.erased_by';
+const JOIN_VALUES = 'LEFT JOIN event_values v ON v.tenant_id = e.tenant_id AND v.seq = e.seq';
 const WEBHOOK_COLUMNS = 'id, url, events, filter, description, status, secrets, created_at, updated_at';
 
 /** The current version of an item, with its status. */
@@ -159,11 +166,11 @@ export function queryEvents(dialect: SqlDialect, tenantId: string, query: EventQ
   // another type names that condition literally, so both planners may use the partial index; a
   // query for gate evaluations walks the tenant's (or the session's) events newest first.
   const otherType = query.type !== undefined && query.type !== 'gate_evaluation';
-  const where = new Conditions('tenant_id = ?', tenantId)
-    .add(query.session_id, 'session_id = ?')
-    .add(query.type, otherType ? `type = ? AND type <> 'gate_evaluation'` : 'type = ?')
-    .add(query.decision_id, 'decision_id = ?')
-    .add(query.after_seq, query.order === 'asc' ? 'seq > ?' : 'seq < ?');
+  const where = new Conditions('e.tenant_id = ?', tenantId)
+    .add(query.session_id, 'e.session_id = ?')
+    .add(query.type, otherType ? `e.type = ? AND e.type <> 'gate_evaluation'` : 'e.type = ?')
+    .add(query.decision_id, 'e.decision_id = ?')
+    .add(query.after_seq, query.order === 'asc' ? 'e.seq > ?' : 'e.seq < ?');
   // Measured on SQLite without the hint: 4 ms for a decision's events at 10,000 events, growing
   // with the log.
   const index =
@@ -177,15 +184,88 @@ export function queryEvents(dialect: SqlDialect, tenantId: string, query: EventQ
           ? 'events_by_type'
           : undefined;
   return {
-    sql: `SELECT ${EVENT_COLUMNS} FROM events${index ? dialect.eventsIndex(index) : ''} WHERE ${where.sql} ORDER BY seq ${query.order === 'asc' ? 'ASC' : 'DESC'} LIMIT ?`,
+    sql: `SELECT ${EVENT_COLUMNS} FROM events e${index ? dialect.eventsIndex(index) : ''} ${JOIN_VALUES} WHERE ${where.sql} ORDER BY e.seq ${query.order === 'asc' ? 'ASC' : 'DESC'} LIMIT ?`,
     args: [...where.args, query.limit],
   };
 }
 
-export const getEventById = `SELECT ${EVENT_COLUMNS} FROM events WHERE event_id = ?`;
+export const getEventById = `SELECT ${EVENT_COLUMNS} FROM events e ${JOIN_VALUES} WHERE e.event_id = ?`;
 
 /** A page of a tenant's events in seq order, after a seq. */
-export const scanEvents = `SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?`;
+export const scanEvents = `SELECT ${EVENT_COLUMNS} FROM events e ${JOIN_VALUES} WHERE e.tenant_id = ? AND e.seq > ? ORDER BY e.seq LIMIT ?`;
+
+const INSERT_EVENT_VALUES = 'INSERT INTO event_values (tenant_id, seq, fields, erased_by) VALUES ';
+
+/** The `event_values` rows of events that have caller-supplied fields (none: undefined). */
+export function insertEventValues(
+  tenantId: string,
+  rows: ReadonlyArray<{ seq: number; fields: SealedFields | null | undefined }>,
+): Statement | undefined {
+  const args: unknown[] = [];
+  for (const r of rows) if (r.fields) args.push(tenantId, r.seq, JSON.stringify(r.fields), null);
+  if (args.length === 0) return undefined;
+  return { sql: INSERT_EVENT_VALUES + tuples(4, args.length / 4), args };
+}
+
+/** Events of a session whose values are kept, in seq order (see `eventsIndex`). */
+export function listSessionValues(dialect: SqlDialect): string {
+  return `SELECT e.seq, e.type, v.fields FROM events e${dialect.eventsIndex('events_by_session')}
+    JOIN event_values v ON v.tenant_id = e.tenant_id AND v.seq = e.seq
+    WHERE e.tenant_id = ? AND e.session_id = ? AND v.fields IS NOT NULL ORDER BY e.seq`;
+}
+
+/**
+ * An erasure's writes, in order: the values and salts of the session's events (the row keeps the
+ * seq of the erasure event), its state values and metadata, its items' status, its conflicts'
+ * values (the open ones resolved `erased`).
+ */
+export function eraseSession(
+  tenantId: string,
+  sessionId: string,
+  options: { erasedBy: number; at: string },
+): Statement[] {
+  return [
+    {
+      sql: `UPDATE event_values SET fields = NULL, erased_by = ? WHERE tenant_id = ? AND fields IS NOT NULL
+        AND seq IN (SELECT seq FROM events WHERE tenant_id = ? AND session_id = ?)`,
+      args: [options.erasedBy, tenantId, tenantId, sessionId],
+    },
+    {
+      sql: `UPDATE state_versions SET value = '', metadata = '{}' WHERE tenant_id = ? AND session_id = ?`,
+      args: [tenantId, sessionId],
+    },
+    {
+      sql: `UPDATE state_items SET status = 'erased' WHERE tenant_id = ? AND session_id = ?`,
+      args: [tenantId, sessionId],
+    },
+    {
+      sql: `UPDATE conflicts SET resolution = CASE WHEN status = 'open' THEN 'erased' ELSE resolution END,
+        resolved_at = coalesce(resolved_at, ?), status = 'resolved' WHERE tenant_id = ? AND session_id = ?`,
+      args: [options.at, tenantId, sessionId],
+    },
+  ];
+}
+
+/** A session's subject tag, replacing the one it had. */
+export const tagSession = `INSERT INTO session_subjects (tenant_id, session_id, subject, tagged_at) VALUES (?, ?, ?, ?)
+  ON CONFLICT (tenant_id, session_id) DO UPDATE SET subject = excluded.subject, tagged_at = excluded.tagged_at`;
+export const listSubjectSessions =
+  'SELECT session_id FROM session_subjects WHERE tenant_id = ? AND subject = ? ORDER BY session_id';
+export const deleteSubject = 'DELETE FROM session_subjects WHERE tenant_id = ? AND subject = ?';
+
+/** Pending deliveries of a session's events (found through the pending ones: few). */
+export const listSessionPendingDeliveries = `SELECT delivery_id FROM deliveries WHERE status = 'pending' AND tenant_id = ?
+  AND event_id IN (SELECT event_id FROM events WHERE tenant_id = ? AND session_id = ?) ORDER BY delivery_id`;
+
+/** The bodies an erasure rewrites: a session's conflicts and approvals. */
+export const sessionConflictBodies =
+  'SELECT conflict_id, body FROM conflicts WHERE tenant_id = ? AND session_id = ?';
+export const sessionApprovalBodies =
+  'SELECT approval_id, body FROM approvals WHERE tenant_id = ? AND session_id = ?';
+export const eraseConflictBody = 'UPDATE conflicts SET body = ? WHERE tenant_id = ? AND conflict_id = ?';
+/** The digest is an unsalted hash of the params: replaced, so an erased approval matches nothing again. */
+export const eraseApprovalBody = `UPDATE approvals SET body = ?, comment = NULL, digest = 'erased:' || approval_id
+  WHERE tenant_id = ? AND approval_id = ?`;
 
 const INSERT_EVENTS =
   'INSERT INTO events (tenant_id, seq, event_id, type, session_id, decision_id, occurred_at, data, prev_hash, hash) VALUES ';
@@ -287,7 +367,8 @@ export const webhooksByIds = (count: number): string =>
   `SELECT * FROM webhooks WHERE id IN (${marks(count)})`;
 /** The columns of {@link eventsByIds}, in order: a claimed delivery's event as read (see rowsToClaimedEvents). */
 export const eventsByIds = (count: number): string =>
-  `SELECT tenant_id, event_id, seq, type, session_id, occurred_at, data, prev_hash, hash FROM events WHERE event_id IN (${marks(count)})`;
+  `SELECT e.tenant_id, e.event_id, e.seq, e.type, e.session_id, e.occurred_at, e.data, e.prev_hash, e.hash, v.fields, v.erased_by
+    FROM events e ${JOIN_VALUES} WHERE e.event_id IN (${marks(count)})`;
 
 export const getDelivery = 'SELECT * FROM deliveries WHERE tenant_id = ? AND delivery_id = ?';
 

@@ -9,12 +9,16 @@ import type {
   KeyStore,
   NewDelivery,
   OutboxStore,
+  SealedEvent,
+  SealedFields,
+  SessionValues,
   StateItem,
   StoredEvent,
   StoredWebhook,
   StoreReader,
   StoreTx,
 } from '../../src/index.js';
+import { erasedMarker, eventValuesOf, openEventData } from '../../src/index.js';
 import type { SqlDialect, Statement } from './dialect.js';
 import type { SqlExecutor } from './executor.js';
 import { createPolicyReader, createPolicyWriter } from './policyOperations.js';
@@ -23,6 +27,7 @@ import {
   itemsFromRows,
   json,
   num,
+  numOrNull,
   type Row,
   rowToApproval,
   rowToConflict,
@@ -30,10 +35,10 @@ import {
   rowToEvent,
   rowToItem,
   rowToKey,
+  rowToSealedEvent,
   rowToWebhook,
   str,
   strOrNull,
-  withoutDecision,
 } from './rows.js';
 import * as sql from './statements.js';
 
@@ -100,7 +105,7 @@ export function createSqlReader(db: SqlExecutor, dialect: SqlDialect): StoreRead
  * the next statement, or merge it with others of its kind ({@link TxHooks.defer}).
  */
 export type DeferredWrite =
-  | { kind: 'event'; tenantId: string; event: StoredEvent }
+  | { kind: 'event'; tenantId: string; event: StoredEvent; fields: SealedFields | null }
   | { kind: 'deliveries'; tenantId: string; rows: readonly NewDelivery[] }
   /** A new version of an item, made current ({@link StoreTx.insertItemVersion}). */
   | { kind: 'itemVersion'; tenantId: string; item: StateItem }
@@ -153,10 +158,53 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
       const seq = r ? num(r['seq']) : 0;
       return seq === 0 ? null : { seq, hash: str(r!['hash']) };
     },
-    async appendEvent(t, e) {
-      if (defer) defer({ kind: 'event', tenantId: t, event: e });
-      else if (dialect.chainHeadRow) await db.runAll([sql.insertEvent(t, e), sql.moveChainHead(t, e)]);
-      else await db.runAll([sql.insertEvent(t, e)]);
+    async appendEvent(t, e, fields = null) {
+      if (defer) {
+        defer({ kind: 'event', tenantId: t, event: e, fields });
+        return;
+      }
+      const values = sql.insertEventValues(t, [{ seq: e.seq, fields }]);
+      const writes = [sql.insertEvent(t, e)];
+      if (values) writes.push(values);
+      if (dialect.chainHeadRow) writes.push(sql.moveChainHead(t, e));
+      await db.runAll(writes);
+    },
+    async listSessionValues(t, s) {
+      return (await db.rows(sql.listSessionValues(dialect), [t, s])).map((r) => ({
+        seq: num(r[0]),
+        type: r[1] as SessionValues['type'],
+        paths: Object.keys(json<Record<string, unknown>>(r[2])),
+      }));
+    },
+    async tagSession(t, s, subject, at) {
+      await write([{ sql: sql.tagSession, args: [t, s, subject, at] }]);
+    },
+    async listSubjectSessions(t, subject) {
+      return (await db.rows(sql.listSubjectSessions, [t, subject])).map((r) => str(r[0]));
+    },
+    async deleteSubject(t, subject) {
+      await write([{ sql: sql.deleteSubject, args: [t, subject] }]);
+    },
+    async listSessionPendingDeliveries(t, s) {
+      return (await db.rows(sql.listSessionPendingDeliveries, [t, t, s])).map((r) => str(r[0]));
+    },
+    async eraseSession(t, s, options) {
+      const marker = erasedMarker(options.erasedBy);
+      const writes = sql.eraseSession(t, s, options);
+      for (const r of await db.rows(sql.sessionConflictBodies, [t, s])) {
+        const body = json<{ current: Record<string, unknown>; proposed: Record<string, unknown> }>(r[1]);
+        body.current['value'] = marker;
+        body.proposed['value'] = marker;
+        if ('metadata' in body.proposed) body.proposed['metadata'] = marker;
+        writes.push({ sql: sql.eraseConflictBody, args: [JSON.stringify(body), t, r[0]] });
+      }
+      for (const r of await db.rows(sql.sessionApprovalBodies, [t, s])) {
+        const body = json<Record<string, unknown>>(r[1]);
+        body['params'] = marker;
+        body['reason'] = marker;
+        writes.push({ sql: sql.eraseApprovalBody, args: [JSON.stringify(body), t, r[0]] });
+      }
+      await db.runAll(writes);
     },
     async insertDeliveries(t, rows) {
       if (rows.length === 0) return;
@@ -282,7 +330,7 @@ export function createReturningClaim(
         type: event[3] as HistoryEvent['type'],
         session_id: str(event[4]),
         occurred_at: str(event[5]),
-        data: json(event[6]),
+        data: openEventData(json(event[6]), eventValuesOf(strOrNull(event[9]), numOrNull(event[10]))),
         prev_hash: str(event[7]),
         hash: str(event[8]),
       };
@@ -352,13 +400,13 @@ export async function* scanEvents(
   db: SqlExecutor,
   tenantId: string,
   options: { pageSize?: number } = {},
-): AsyncIterable<HistoryEvent[]> {
+): AsyncIterable<SealedEvent[]> {
   const pageSize = options.pageSize ?? 1000;
   let after = 0;
   for (;;) {
     const page = await db.all(sql.scanEvents, [tenantId, after, pageSize]);
     if (page.length === 0) return;
-    const events = page.map((r) => withoutDecision(rowToEvent(r)));
+    const events = page.map(rowToSealedEvent);
     yield events;
     after = events[events.length - 1]!.seq;
   }

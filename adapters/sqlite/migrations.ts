@@ -2,7 +2,17 @@
  * Versioned schema of the SQLite store. Each entry runs once, in order, inside a transaction;
  * `schema_migrations` records which ran. Never edit a shipped migration: add the next one.
  */
-export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
+import { EVENT_VALUES_TABLE, HISTORY_FORMAT_2, SESSION_SUBJECTS_TABLE } from '../sql/historyUpgrade.js';
+
+/** One migration; `upgradeHistory`: after its SQL, existing events are re-encoded (historyUpgrade.ts). */
+export interface SqliteMigration {
+  version: number;
+  name: string;
+  sql: string;
+  upgradeHistory?: true;
+}
+
+export const SQLITE_MIGRATIONS: ReadonlyArray<SqliteMigration> = [
   {
     version: 1,
     name: 'initial schema',
@@ -230,5 +240,15 @@ CREATE VIEW chain_heads AS SELECT tenant_id, max(seq) AS seq, hash FROM events G
 ALTER TABLE approvals ADD COLUMN requesters TEXT NOT NULL DEFAULT '[]';
 UPDATE approvals SET requesters = '["' || COALESCE(requested_by, 'in-process') || '"]';
 `,
+  },
+  {
+    version: 9,
+    name: HISTORY_FORMAT_2,
+    // The values and salts of caller-supplied fields, beside the chain; erasure deletes them. No
+    // index but the key: an erasure finds a session's events through events_by_session.
+    sql:
+      EVENT_VALUES_TABLE({ text: 'TEXT', integer: 'INTEGER', suffix: ' WITHOUT ROWID' }) +
+      SESSION_SUBJECTS_TABLE({ text: 'TEXT', suffix: ' WITHOUT ROWID' }),
+    upgradeHistory: true,
   },
 ];

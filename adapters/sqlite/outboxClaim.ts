@@ -7,9 +7,14 @@
  * index, and the event read was a statement of its own. SQLite has one writer, so no other claim can slip between the
  * read and the leases.
  */
-import type { ClaimedDelivery, OutboxStore, StoredWebhook } from '../../src/index.js';
+import {
+  type ClaimedDelivery,
+  type OutboxStore,
+  openEventDataJson,
+  type StoredWebhook,
+} from '../../src/index.js';
 import type { SqlExecutor } from '../sql/executor.js';
-import { num, type Row, rowToWebhook, str, strOrNull } from '../sql/rows.js';
+import { num, numOrNull, type Row, rowToWebhook, str, strOrNull } from '../sql/rows.js';
 import { webhooksByIds } from '../sql/statements.js';
 
 /**
@@ -19,10 +24,11 @@ import { webhooksByIds } from '../sql/statements.js';
  * order. Every column read costs: the whole row and event were a quarter of this read.
  */
 const DUE_DELIVERIES = `SELECT d.rowid, d.tenant_id, d.delivery_id, d.webhook_id, d.attempts, d.traceparent,
-    e.event_id, e.type, e.session_id, e.occurred_at, e.data
+    e.event_id, e.type, e.session_id, e.occurred_at, e.data, v.fields, v.erased_by
   FROM deliveries d
   JOIN webhooks w ON w.id = d.webhook_id AND w.tenant_id = d.tenant_id
   LEFT JOIN events e ON e.event_id = d.event_id AND e.tenant_id = d.tenant_id
+  LEFT JOIN event_values v ON v.tenant_id = e.tenant_id AND v.seq = e.seq
   WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?)
     AND w.status = 'active'
   ORDER BY d.next_attempt_at LIMIT ?`;
@@ -62,7 +68,8 @@ export async function claimDueDeliveriesInTransaction(
         session_id: str(r[8]),
         occurred_at: str(r[9]),
       },
-      event_data_json: data,
+      // Values put back as readers see them: an erased field goes out as erased.
+      event_data_json: openEventDataJson(data, strOrNull(r[11]), numOrNull(r[12])),
       traceparent: strOrNull(r[5]),
     });
   }

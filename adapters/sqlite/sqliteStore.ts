@@ -14,12 +14,20 @@ import type {
   StoreTx,
   TransactionOptions,
 } from '../../src/index.js';
-import { STORE_TABLES } from '../../src/index.js';
+import { createIdGenerator, STORE_TABLES, systemRandomBytes } from '../../src/index.js';
 import { ApiKeyCache } from '../sql/apiKeyCache.js';
 import { frozenItemsFromRows, remember, sessionCacheKey } from '../sql/cachedSessionItems.js';
+import type { Statement } from '../sql/dialect.js';
 import { assertEmptyForLoad, dumpTables, loadRecords } from '../sql/dumpLoad.js';
 import type { SqlExecutor } from '../sql/executor.js';
 import { type BatchConnection, GroupCommitQueue, runBatch } from '../sql/groupCommit.js';
+import {
+  TenantUpgrade,
+  UPGRADE_FIRST_EVENT,
+  UPGRADE_PAGE,
+  UPGRADE_PAGE_SIZE,
+  UPGRADE_TENANTS,
+} from '../sql/historyUpgrade.js';
 import { apiKeyValues, num, type Row, str } from '../sql/rows.js';
 import * as sql from '../sql/statements.js';
 import * as operations from '../sql/storeOperations.js';
@@ -128,6 +136,9 @@ function applyPragmas(db: SqliteDatabase, options: SqliteStoreOptions): void {
   db.exec(`PRAGMA synchronous = ${synchronousOf(options)}`);
   db.exec('PRAGMA foreign_keys = ON');
   db.exec('PRAGMA busy_timeout = 5000');
+  // Freed bytes are zeroed: an erased value (or a value an update moved) leaves no copy in free
+  // pages or cell gaps (docs/data-lifecycle.md).
+  db.exec('PRAGMA secure_delete = ON');
   db.exec(`PRAGMA wal_autocheckpoint = ${Math.trunc(options.walAutocheckpointPages ?? 10_000)}`);
   db.exec('PRAGMA cache_size = -16000');
 }
@@ -147,6 +158,7 @@ function migrate(db: SqliteDatabase): void {
     db.begin('IMMEDIATE');
     try {
       db.exec(m.sql);
+      if (m.upgradeHistory) upgradeHistory(db);
       db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
         m.version,
         m.name,
@@ -158,6 +170,41 @@ function migrate(db: SqliteDatabase): void {
       throw error;
     }
   }
+}
+
+/**
+ * Re-encodes every tenant's history in format 2, in the caller's transaction (the migration's,
+ * or a load's: `detect` then skips tenants already in format 2); the triggers refusing UPDATE on
+ * `events` are lifted only inside it.
+ */
+function upgradeHistory(db: SqliteDatabase, options: { detect?: boolean } = {}): void {
+  let tenants = db
+    .prepare(UPGRADE_TENANTS)
+    .all()
+    .map((r) => str(r['tenant_id']));
+  if (options.detect) {
+    tenants = tenants.filter((t) => {
+      const first = db.prepare(UPGRADE_FIRST_EVENT).get(t);
+      return first !== undefined && TenantUpgrade.isFormat1(t, first);
+    });
+  }
+  if (tenants.length === 0) return;
+  const run = (s: Statement) => db.prepare(s.sql).run(...s.args);
+  db.exec('DROP TRIGGER events_no_update');
+  const ids = createIdGenerator();
+  for (const tenantId of tenants) {
+    const upgrade = new TenantUpgrade(tenantId, systemRandomBytes);
+    for (;;) {
+      const page = db.prepare(UPGRADE_PAGE).all(tenantId, upgrade.seq, UPGRADE_PAGE_SIZE);
+      for (const row of page) for (const s of upgrade.next(row)) run(s);
+      if (page.length < UPGRADE_PAGE_SIZE) break;
+    }
+    const at = new Date().toISOString();
+    for (const s of upgrade.finish({ eventId: ids('evt'), occurredAt: at, chainHeadRow: false })) run(s);
+  }
+  db.exec(
+    "CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'history events are append-only: UPDATE refused'); END",
+  );
 }
 
 /**
@@ -255,6 +302,10 @@ class SqliteStoreImpl implements SqliteStore {
       setItemStatus: (t, s, k, status) => {
         this.#forgetSession(t, s);
         return tx.setItemStatus(t, s, k, status);
+      },
+      eraseSession: (t, s, options) => {
+        this.#forgetSession(t, s);
+        return tx.eraseSession(t, s, options);
       },
     };
   }
@@ -531,7 +582,7 @@ class SqliteStoreImpl implements SqliteStore {
     return this.#serial(() =>
       this.#inWriteTransaction(async () => {
         assertEmptyForLoad(this.#statement(sql.countUsedRows).get()!['n']);
-        return loadRecords(records, {
+        const count = await loadRecords(records, {
           columns,
           batchRows: LOAD_BATCH_ROWS,
           insert: async (table, cols, rows) => {
@@ -541,8 +592,22 @@ class SqliteStoreImpl implements SqliteStore {
             for (const row of rows) insert.run(...cols.map((c) => row[c] ?? null));
           },
         });
+        // A dump of a version before history format 2 is upgraded as the migration would have
+        // (unless the schema is older still: then the migration will).
+        if ((columns.get('event_values')?.size ?? 0) > 0) upgradeHistory(this.database, { detect: true });
+        return count;
       }),
     );
+  }
+
+  /**
+   * After an erasure: copies the WAL into the database file and truncates it, so the frames that
+   * held erased values are gone (free pages and cell gaps are zeroed by `secure_delete`).
+   */
+  scrub(): Promise<void> {
+    return this.#serial(() => {
+      this.database.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    });
   }
 
   ping(): Promise<void> {

@@ -48,7 +48,8 @@ export function gateStateOf(items: readonly StateItem[]): Record<string, StateVi
   const cached = first === undefined ? undefined : states.get(first);
   if (cached && sameItems(cached.items, items)) return cached.state;
   const state: Record<string, StateView> = {};
-  for (const item of items) state[item.key] = stateViewOf(item);
+  // An erased item is no state at all: a rule that requires it finds it missing.
+  for (const item of items) if (item.status !== 'erased') state[item.key] = stateViewOf(item);
   // Only frozen items cannot change behind a cached state.
   if (first !== undefined && items.every((item) => Object.isFrozen(item))) {
     for (const view of Object.values(state)) Object.freeze(view);

@@ -4,6 +4,10 @@
  * lines read the same everywhere.
  */
 import type { HistoryEvent } from '../schemas.js';
+import { isErased } from './commitments.js';
+
+/** How a line shows an erased field. */
+const ERASED = '(erased)';
 
 /**
  * Summarises an event's data in one line, by its type.
@@ -13,10 +17,11 @@ import type { HistoryEvent } from '../schemas.js';
  */
 export function summarizeEvent(event: Pick<HistoryEvent, 'type' | 'data'>): string {
   const d = event.data;
-  const s = (name: string) => String(d[name] ?? '');
+  const s = (name: string) => (isErased(d[name]) ? ERASED : String(d[name] ?? ''));
+  const quoted = (name: string) => (isErased(d[name]) ? ERASED : JSON.stringify(d[name]));
   switch (event.type) {
     case 'state_change':
-      return `${s('key')} = ${JSON.stringify(d['value'])} v${s('version')} from ${s('source')}`;
+      return `${s('key')} = ${quoted('value')} v${s('version')} from ${s('source')}`;
     case 'state_conflict':
       return `${s('key')} conflict ${s('conflict_id')}`;
     case 'conflict_resolved':
@@ -38,5 +43,9 @@ export function summarizeEvent(event: Pick<HistoryEvent, 'type' | 'data'>): stri
       return `policy ${s('revision').slice(0, 12)} activated by ${s('activated_by')}`;
     case 'policy.replayed':
       return `policy ${s('revision').slice(0, 12)} replayed over ${s('decisions')} decisions: ${s('changed')} changed verdict`;
+    case 'erasure.completed':
+      return `session erased by ${s('requested_by')}: ${s('fields')} field(s) of ${s('events')} event(s)`;
+    case 'history.upgraded':
+      return `history upgraded to format ${s('format')} after ${s('events')} events`;
   }
 }

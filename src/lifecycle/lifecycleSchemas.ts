@@ -166,6 +166,10 @@ export const ReplayReportSchema = z.object({
     .array(z.object({ revision: z.string(), decisions: z.number().int() }))
     .describe('The revisions that made the replayed decisions.'),
   examples: z.array(ReplayExampleSchema),
+  unreplayable: z
+    .number()
+    .int()
+    .describe('Decisions whose inputs were erased (docs/data-lifecycle.md): counted, not replayed.'),
   from_seq: z.number().int().describe('Events after this seq were read.'),
   to_seq: z.number().int().describe('The last seq read.'),
   next_after_seq: z

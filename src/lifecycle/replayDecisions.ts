@@ -14,6 +14,7 @@
 import { GatehouseError } from '../errors.js';
 import { compileActionPattern } from '../gate/actionMatcher.js';
 import type { CompiledPolicy, GateReason, Verdict } from '../gate/gateTypes.js';
+import { isErased } from '../history/commitments.js';
 import type { Decision } from '../schemas.js';
 import { maskSecrets } from '../state/maskSecrets.js';
 import type { StoredEvent, StoreReader } from '../store.js';
@@ -126,6 +127,7 @@ export async function replayDecisions(
   let lastSeq = fromSeq;
   let nextAfterSeq: number | null = null;
   let stoppedBy: ReplayReport['stopped_by'] = null;
+  let unreplayable = 0;
   for await (const event of events) {
     await pacer.step();
     if (event.type === 'gate_evaluation' && event.seq > fromSeq) {
@@ -150,6 +152,11 @@ export async function replayDecisions(
     if (sinceMs !== undefined && at < sinceMs) continue;
     if (untilMs !== undefined && at >= untilMs) continue;
     if (!matchesAction(recorded.action)) continue;
+    // Its inputs were erased (and with them its session's state): counted, not replayed.
+    if (isErased(recorded.params) || isErased(recorded.context)) {
+      unreplayable += 1;
+      continue;
+    }
 
     let timeline = sessions.get(event.session_id);
     if (!timeline) {
@@ -222,6 +229,7 @@ export async function replayDecisions(
       action: options.action ?? null,
     },
     ...tally.summary(),
+    unreplayable,
     from_seq: fromSeq,
     to_seq: lastSeq,
     next_after_seq: nextAfterSeq,

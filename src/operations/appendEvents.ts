@@ -2,6 +2,7 @@
  * Appending history events: each one chained to the last by its hash, and a delivery queued
  * for every active webhook it matches, in the caller's transaction (the transactional outbox).
  */
+import { type SaltSource, sealEventData } from '../history/commitments.js';
 import { GENESIS_HASH, hashTenantEvent } from '../history/hashChain.js';
 import type { IdGenerator } from '../runtime.js';
 import type { EventType } from '../schemas.js';
@@ -20,13 +21,19 @@ export interface EventDraft {
 /** What {@link appendEvents} needs from its instance. */
 export interface AppendEventsOptions {
   ids: IdGenerator;
+  /** The salts of caller-supplied fields' commitments (from the instance's `randomBytes`). */
+  salts: SaltSource;
   /** The current time, ISO 8601. */
   now: () => string;
   /** Called (as a microtask) when the append queued at least one delivery. */
   onDeliveriesQueued?: (() => void) | undefined;
 }
 
-/** Appends events in one transaction, chaining them and queuing matching deliveries. */
+/**
+ * Appends events in one transaction, chaining them and queuing matching deliveries. Each event is
+ * stored in history format 2: its envelope in the chain, its caller-supplied fields beside it
+ * (commitments.ts). Resolves to the events as readers see them (with their values).
+ */
 export async function appendEvents(
   tx: StoreTx,
   tenantId: string,
@@ -34,7 +41,7 @@ export async function appendEvents(
   options: AppendEventsOptions,
 ): Promise<StoredEvent[]> {
   if (drafts.length === 0) return [];
-  const { ids, now, onDeliveriesQueued } = options;
+  const { ids, now, salts, onDeliveriesQueued } = options;
   const head = await tx.lockChainHead(tenantId);
   let seq = head?.seq ?? 0;
   let prevHash = head?.hash ?? GENESIS_HASH;
@@ -45,20 +52,21 @@ export async function appendEvents(
   let traceparent: string | undefined | null = null;
   for (const draft of drafts) {
     seq += 1;
+    const sealed = sealEventData(draft.type, draft.data, salts);
     const event: StoredEvent = {
       event_id: ids('evt'),
       seq,
       type: draft.type,
       session_id: draft.session_id,
       occurred_at: now(),
-      data: draft.data,
+      data: sealed.envelope,
       prev_hash: prevHash,
       hash: '',
       decision_id: draft.decision_id ?? null,
     };
     // Hashed in place: copying the event into a new object with its tenant was 3 % of an evaluation.
     event.hash = hashTenantEvent(tenantId, event);
-    await tx.appendEvent(tenantId, event);
+    await tx.appendEvent(tenantId, event, sealed.fields);
     const matching = webhooks.filter((w) => matchesSubscription(w, event));
     if (matching.length > 0) {
       if (traceparent === null) traceparent = activeTraceparent();
@@ -78,7 +86,8 @@ export async function appendEvents(
       queued += matching.length;
     }
     prevHash = event.hash;
-    events.push(event);
+    // The store may hold `event` until its commit: readers' copy is another object.
+    events.push(sealed.fields === null ? event : { ...event, data: draft.data });
   }
   if (queued > 0 && onDeliveriesQueued) queueMicrotask(onDeliveriesQueued);
   return events;

@@ -7,6 +7,7 @@ import { GatehouseError } from '../errors.js';
 import type { CompiledPolicy } from '../gate/index.js';
 import { defaultPolicy } from '../gate/index.js';
 import type { CallContext, GatehouseOptions, WebhookUrlCheck } from '../gatehouseTypes.js';
+import { createSaltSource } from '../history/commitments.js';
 import { type ActivePolicies, createActivePolicies } from '../lifecycle/activePolicies.js';
 import {
   type Clock,
@@ -96,8 +97,14 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
   const tenantOf = (ctx?: CallContext) => ctx?.tenantId ?? defaultTenant;
   const now = () => isoTime(clock());
 
+  const salts = createSaltSource(randomBytes);
   const append = (tx: StoreTx, tenantId: string, drafts: readonly EventDraft[]) =>
-    appendEvents(tx, tenantId, drafts, { ids, now, onDeliveriesQueued: options.onDeliveriesQueued });
+    appendEvents(tx, tenantId, drafts, {
+      ids,
+      now,
+      salts,
+      onDeliveriesQueued: options.onDeliveriesQueued,
+    });
 
   const policies = createActivePolicies({
     store,

@@ -51,7 +51,7 @@ describe('canonicalJson', () => {
 });
 
 describe('hashEvent', () => {
-  it('hashes the RFC 8785 canonical JSON of all its fields', () => {
+  it('hashes the RFC 8785 canonical JSON of all its fields and the format version', () => {
     const field = fc.string({ maxLength: 40 });
     fc.assert(
       fc.property(
@@ -66,7 +66,9 @@ describe('hashEvent', () => {
           prev_hash: field,
         }),
         (fields) => {
-          const reference = createHash('sha256').update(canonicalize(fields)!).digest('hex');
+          const reference = createHash('sha256')
+            .update(canonicalize({ ...fields, v: 2 })!)
+            .digest('hex');
           expect(hashEvent(fields)).toBe(reference);
         },
       ),

@@ -50,6 +50,9 @@ describe('hash chain', () => {
           head: events.at(-1)!.hash,
           first_bad_seq: null,
           problem: null,
+          verified_fields: 0,
+          erased_fields: 0,
+          erased: [],
         });
       }),
     );

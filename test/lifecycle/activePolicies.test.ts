@@ -10,8 +10,10 @@ import {
   compilePolicy,
   createActivePolicies,
   createIdGenerator,
+  createSaltSource,
   GatehouseError,
   type Store,
+  systemRandomBytes,
 } from '../../src/index.js';
 import { appendEvents } from '../../src/operations/appendEvents.js';
 import { BUDGET_POLICY } from '../support/policies.js';
@@ -38,6 +40,7 @@ beforeEach(() => {
         await appendEvents(tx, tenantId, [{ type: 'policy.activated', session_id: '', data }], {
           ids,
           now: () => new Date().toISOString(),
+          salts: createSaltSource(systemRandomBytes),
         })
       )[0]!,
   });

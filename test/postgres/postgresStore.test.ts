@@ -624,8 +624,10 @@ describe.skipIf(!url)('PostgreSQL', () => {
         await gh.recordState({ ...item('5000'), metadata: { z: 1, a: [1, 'x'], m: { b: null } } });
         const [event] = await store.queryEvents('default', { order: 'asc', limit: 1 });
         expect(typeof event!.seq).toBe('number');
+        expect(Object.keys(event!.data['metadata'] as object)).toEqual(['z', 'a', 'm']);
+        const { value: sealed } = await store.scanEvents('default')[Symbol.asyncIterator]().next();
         const raw = await store.pool.query('SELECT data FROM events WHERE seq = 1');
-        expect(raw.rows[0].data).toBe(JSON.stringify(event!.data));
+        expect(raw.rows[0].data).toBe(JSON.stringify(sealed![0]!.data));
         const current = await store.getItem('default', 's1', 'budget.limit');
         expect(current).toMatchObject({ version: 1, trust: 3 });
         expect(Object.keys(current!.metadata)).toEqual(['z', 'a', 'm']);

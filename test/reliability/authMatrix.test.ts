@@ -38,6 +38,7 @@ const SCOPES: Scope[] = [
   'webhooks:manage',
   'approvals:decide',
   'policy:write',
+  'data:erase',
 ];
 
 /** A random ID shaped like `real` (same prefix and length). */

@@ -110,6 +110,28 @@ export const ROUTES: readonly Route[] = [
   },
   { method: 'GET', pattern: '/v1/history/events', scope: 'history:read', params: [] },
   { method: 'GET', pattern: '/v1/history/verify', scope: 'history:read', params: [] },
+  {
+    method: 'POST',
+    pattern: '/v1/erasures',
+    scope: 'data:erase',
+    params: [],
+    // A dry run: the matrix calls every route many times, and the world's sessions must stay.
+    body: () => ({ session_id: 's1', dry_run: true }),
+  },
+  {
+    method: 'POST',
+    pattern: '/v1/erasures/subject',
+    scope: 'data:erase',
+    params: [],
+    body: () => ({ subject: 'p-1', dry_run: true }),
+  },
+  {
+    method: 'POST',
+    pattern: '/v1/subject-tags',
+    scope: 'state:write',
+    params: [],
+    body: () => ({ session_id: 's1', subject: 'p-1' }),
+  },
   { method: 'GET', pattern: '/v1/me', scope: null, params: [] },
   {
     method: 'POST',
@@ -271,6 +293,7 @@ export async function createWorld(
     'webhooks:manage',
     'approvals:decide',
     'policy:write',
+    'data:erase',
     'admin',
   ] as const) {
     scoped[scope] = (await make([scope])).secret;

@@ -10,6 +10,7 @@ import {
   type Gatehouse,
   GatehouseError,
   hashEvent,
+  type SealedEvent,
   type StateItem,
   type Store,
   type StoredEvent,
@@ -376,7 +377,12 @@ export function runStoreContract(factory: StoreFactory): void {
         const page = await gh.readHistory({ order: 'asc' });
         expect(page.events[0]!.prev_hash).toBe('0'.repeat(64));
         expect(page.events[1]!.prev_hash).toBe(page.events[0]!.hash);
-        expect(hashEvent({ tenant_id: 'default', ...page.events[1]! })).toBe(page.events[1]!.hash);
+        // The hash covers the stored envelope (caller fields as commitments), not the values read.
+        const { value: sealed } = await store.scanEvents('default')[Symbol.asyncIterator]().next();
+        const { values: _values, ...envelope } = (sealed as SealedEvent[])[1]!;
+        expect(envelope.data).toMatchObject({ commitments: { '/params': expect.any(String) } });
+        expect(envelope.data['params']).toBeNull();
+        expect(hashEvent({ tenant_id: 'default', ...envelope })).toBe(page.events[1]!.hash);
         expect(await gh.verifyHistory()).toMatchObject({ ok: true, checked: 2, head: page.events[1]!.hash });
       });
 
@@ -605,6 +611,7 @@ export function runStoreContract(factory: StoreFactory): void {
             'state_items',
             'conflicts',
             'events',
+            'event_values',
             'chain_heads',
             'deliveries',
           ]),

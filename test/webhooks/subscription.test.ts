@@ -22,6 +22,8 @@ describe('WEBHOOK_EVENT_TYPES', () => {
       'approval.used',
       'policy.activated',
       'policy.replayed',
+      'erasure.completed',
+      'history.upgraded',
     ]);
   });
 

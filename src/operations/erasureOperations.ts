@@ -1,0 +1,170 @@
+/**
+ * Erasure of a session, or of every session tagged with a subject: everything callers wrote into
+ * them leaves the database, the hash-chained envelopes stay, and one `erasure.completed` event
+ * per session says what went (by seq and field, no content), so `verify` can tell an erasure from
+ * tampering and webhook receivers can erase their copies. See docs/data-lifecycle.md.
+ */
+import { callerIdentity, IN_PROCESS_CALLER } from '../approvals/approverCheck.js';
+import type { CallContext, Gatehouse } from '../gatehouseTypes.js';
+import {
+  type Approval,
+  EraseInputSchema,
+  EraseSubjectInputSchema,
+  type ErasureReport,
+  TagSessionInputSchema,
+} from '../schemas.js';
+import type { StoreTx } from '../store.js';
+import { parseInput } from '../validation.js';
+import type { EventDraft } from './appendEvents.js';
+import { expireApproval } from './heldDecisions.js';
+import type { OperationContext } from './operationContext.js';
+
+/** Most approvals of one status an erasure reads for a session. */
+const APPROVALS_LIMIT = 500;
+
+/** What one session's erasure needs besides the transaction. */
+interface SessionErasure {
+  tenantId: string;
+  sessionId: string;
+  dryRun: boolean;
+  reference: string | null;
+  /** Who asked: a key ID, the CLI, or in-process. */
+  by: string;
+}
+
+/** Erasure, and the subject tags it works by. */
+export function erasureOperations(
+  shared: OperationContext,
+): Pick<Gatehouse, 'eraseSession' | 'eraseSubject' | 'tagSession'> {
+  const { store, tenantOf } = shared;
+  const requester = (ctx?: CallContext) => callerIdentity(ctx) ?? ctx?.actor ?? IN_PROCESS_CALLER;
+  return {
+    async eraseSession(rawInput, ctx) {
+      const input = parseInput(EraseInputSchema, rawInput, 'erasure');
+      const tenantId = tenantOf(ctx);
+      const job = {
+        tenantId,
+        sessionId: input.session_id,
+        dryRun: input.dry_run === true,
+        reference: input.reference ?? null,
+        by: requester(ctx),
+      };
+      const report = await shared.tenantTransaction(tenantId, async (tx) => {
+        // Every appender takes this lock: nothing of the session is written while it is erased.
+        await tx.lockChainHead(tenantId);
+        return eraseInTransaction(shared, tx, job);
+      });
+      if (!job.dryRun) await store.scrub?.();
+      return report;
+    },
+
+    async eraseSubject(rawInput, ctx) {
+      const input = parseInput(EraseSubjectInputSchema, rawInput, 'erasure');
+      const tenantId = tenantOf(ctx);
+      const dryRun = input.dry_run === true;
+      const result = await shared.tenantTransaction(tenantId, async (tx) => {
+        await tx.lockChainHead(tenantId);
+        const sessions = await tx.listSubjectSessions(tenantId, input.subject);
+        const erasures: ErasureReport[] = [];
+        for (const sessionId of sessions) {
+          erasures.push(
+            await eraseInTransaction(shared, tx, {
+              tenantId,
+              sessionId,
+              dryRun,
+              reference: input.reference ?? null,
+              by: requester(ctx),
+            }),
+          );
+        }
+        // The subject is personal data too: its tags go with the sessions.
+        if (!dryRun) await tx.deleteSubject(tenantId, input.subject);
+        return { subject: input.subject, dry_run: dryRun, sessions: erasures };
+      });
+      if (!dryRun) await store.scrub?.();
+      return result;
+    },
+
+    async tagSession(rawInput, ctx) {
+      const input = parseInput(TagSessionInputSchema, rawInput, 'session tag');
+      const tenantId = tenantOf(ctx);
+      const at = shared.now();
+      await shared.transaction((tx) => tx.tagSession(tenantId, input.session_id, input.subject, at));
+      return { session_id: input.session_id, subject: input.subject, tagged_at: at };
+    },
+  };
+}
+
+/** Erases one session (or lists it: dry run) in `tx`, which holds the tenant's chain head. */
+async function eraseInTransaction(
+  shared: OperationContext,
+  tx: StoreTx,
+  job: SessionErasure,
+): Promise<ErasureReport> {
+  const { tenantId, sessionId, by } = job;
+  const events = await tx.listSessionValues(tenantId, sessionId);
+  const items = (await tx.listItems(tenantId, sessionId)).filter((i) => i.status !== 'erased');
+  const open = (status: 'pending' | 'approved') =>
+    tx.listApprovals(tenantId, { session_id: sessionId, status, limit: APPROVALS_LIMIT });
+  const pending = await open('pending');
+  const approved = await open('approved');
+  const report: ErasureReport = {
+    session_id: sessionId,
+    dry_run: job.dryRun,
+    reference: job.reference,
+    events: events.map((e) => ({ seq: e.seq, type: e.type, paths: e.paths })),
+    fields: events.reduce((n, e) => n + e.paths.length, 0),
+    state_items: items.map((i) => i.key),
+    pending_approvals: pending.map((a) => a.id),
+    approved_approvals: approved.map((a) => a.id),
+    pending_deliveries: await tx.listSessionPendingDeliveries(tenantId, sessionId),
+    erasure: null,
+  };
+  if (report.dry_run) return report;
+
+  const at = shared.now();
+  const drafts: EventDraft[] = [];
+  const deny = async (a: Approval) => {
+    const changed = await tx.transitionApproval(tenantId, a.id, {
+      from: ['pending'],
+      to: 'denied',
+      updated_at: at,
+      decided_by: by,
+      decided_at: at,
+      comment: null,
+    });
+    if (!changed) return;
+    drafts.push({
+      type: 'approval.denied',
+      session_id: a.session_id,
+      data: { approval_id: a.id, action: a.action, decided_by: by, reason_code: 'erasure' },
+    });
+  };
+  for (const a of pending) await deny(a);
+  for (const a of approved) await expireApproval(tx, tenantId, a, at, drafts);
+  // Their events carry no caller content (no comment): nothing of them to erase.
+  await shared.append(tx, tenantId, drafts);
+  const head = await tx.lockChainHead(tenantId);
+  const seq = (head?.seq ?? 0) + 1;
+  await tx.eraseSession(tenantId, sessionId, { erasedBy: seq, at });
+  const [event] = await shared.append(tx, tenantId, [
+    {
+      type: 'erasure.completed',
+      session_id: sessionId,
+      data: {
+        reference: report.reference,
+        requested_by: by,
+        events: report.events.length,
+        fields: report.fields,
+        erased: report.events.map((e) => ({ seq: e.seq, paths: e.paths })),
+        state_items: report.state_items,
+        pending_approvals: report.pending_approvals,
+        approved_approvals: report.approved_approvals,
+        pending_deliveries: report.pending_deliveries.length,
+      },
+    },
+  ]);
+  // The erased rows name this seq: it must be the one the event got.
+  if (event!.seq !== seq) throw new Error(`erasure event at seq ${event!.seq}, expected ${seq}`);
+  return { ...report, erasure: { event_id: event!.event_id, seq } };
+}
