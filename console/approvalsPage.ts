@@ -27,6 +27,8 @@ export interface Approval {
   uses: number;
   uses_left: number;
   requested_by: string | null;
+  /** Every key that asked while it was pending (`in-process` for an in-process call). */
+  requesters: string[];
   decision_id: string;
   created_at: string;
   expires_at: string;
@@ -68,7 +70,7 @@ export function keyLabel(keyId: string | null, ctx: PageContext): Node | string 
 function cannotDecide(approval: Approval, ctx: PageContext): string | null {
   if (approval.status !== 'pending') return `This approval is ${approval.status}.`;
   if (!ctx.can('approvals:decide')) return 'Deciding needs the approvals:decide scope.';
-  if (!approval.allow_self_approval && approval.requested_by === ctx.me.key_id) {
+  if (!approval.allow_self_approval && approval.requesters.includes(ctx.me.key_id)) {
     return 'This key asked for the approval; another approver must decide.';
   }
   // The server's rule (src/approvals/approverCheck.ts): a label or a scope of every list. Labels
@@ -153,6 +155,21 @@ function decideForm(
   );
 }
 
+/**
+ * Which rules held the action and why (the approval's `rules` and the first one's message), so an
+ * approver sees the reason where they decide.
+ */
+function heldBy(approval: Approval): HTMLElement {
+  return h(
+    'div',
+    { class: 'held-by' },
+    'Held by ',
+    ...approval.rules.flatMap((rule, i) => [i > 0 ? ', ' : '', h('code', {}, rule)]),
+    ': ',
+    approval.reason,
+  );
+}
+
 /** `amount=9000, to="acct-9"`, cut to a table cell's width. */
 function paramsLine(params: Record<string, unknown>): HTMLElement {
   if (params['erased'] === true) return h('span', { class: 'muted' }, shown(params));
@@ -207,7 +224,7 @@ async function renderQueue(root: HTMLElement, ctx: PageContext): Promise<void> {
 
   const approvalRow = (a: Approval): HTMLTableRowElement => {
     const tr = row(
-      link(`approvals/${seg(a.id)}`, h('strong', {}, a.action)),
+      h('td', { class: 'held' }, link(`approvals/${seg(a.id)}`, h('strong', {}, a.action)), heldBy(a)),
       h('td', { class: 'long-id' }, paramsLine(a.params)),
       h('td', { class: 'long-id' }, link(`sessions/${seg(a.session_id)}`, a.session_id)),
       badge(a.status),
@@ -350,7 +367,10 @@ async function renderOne(root: HTMLElement, ctx: PageContext): Promise<void> {
             ? link(`decisions/${seg(approval.decision_id)}`, shortId(approval.decision_id, 40))
             : shortId(approval.decision_id, 40),
         ],
-        ['Requested by', keyLabel(approval.requested_by, ctx)],
+        [
+          'Requested by',
+          h('span', {}, ...approval.requesters.flatMap((r, i) => [i > 0 ? ', ' : '', keyLabel(r, ctx)])),
+        ],
         ['Requested', time(approval.created_at)],
         ['Expires', time(approval.expires_at)],
         [

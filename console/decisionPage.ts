@@ -68,21 +68,32 @@ function reasonsTable(caption: string, reasons: Reason[], empty: string): HTMLEl
   );
 }
 
+/** The `state_versions` entry saying the whole key set was read (its value: how many items). */
+const KEY_SET_READ = '*';
+
+/** The version column of a `state_versions` entry: `*` and 0 name no stored version. */
+function versionText(key: string, version: number): string {
+  if (key === KEY_SET_READ) return `all keys (${version} items)`;
+  return version === 0 ? 'absent' : `v${version}`;
+}
+
 async function stateRead(record: DecisionRecord, ctx: PageContext): Promise<HTMLElement> {
   const entries = Object.entries(record.state_versions);
   if (!ctx.can('state:read')) {
     return table(
       'State items read (values need the state:read scope)',
       ['Key', 'Version'],
-      entries.map(([key, version]) => row(h('code', {}, key), `v${version}`)),
+      entries.map(([key, version]) => row(h('code', {}, key), versionText(key, version))),
       'The decision read no state item.',
     );
   }
   const items = await Promise.all(
     entries.map(([key, version]) =>
-      get<StateItem>(`/v1/state/items/${seg(key)}/versions/${version}`, {
-        session_id: record.session_id,
-      }).catch(() => undefined),
+      key === KEY_SET_READ || version === 0
+        ? undefined
+        : get<StateItem>(`/v1/state/items/${seg(key)}/versions/${version}`, {
+            session_id: record.session_id,
+          }).catch(() => undefined),
     ),
   );
   return table(
@@ -91,11 +102,13 @@ async function stateRead(record: DecisionRecord, ctx: PageContext): Promise<HTML
     entries.map(([key, version], i) => {
       const item = items[i];
       return row(
-        link(`sessions/${seg(record.session_id)}?key=${seg(key)}`, h('code', {}, key)),
-        `v${version}`,
+        key === KEY_SET_READ
+          ? h('code', {}, key)
+          : link(`sessions/${seg(record.session_id)}?key=${seg(key)}`, h('code', {}, key)),
+        versionText(key, version),
         item
           ? h('span', { class: 'mono' }, maskValue(item.value, item.sensitivity))
-          : h('span', { class: 'muted' }, 'not readable'),
+          : h('span', { class: 'muted' }, key === KEY_SET_READ || version === 0 ? '—' : 'not readable'),
         item?.type ?? '—',
         item ? `${item.source} (${item.trust})` : '—',
         time(item?.updated_at),

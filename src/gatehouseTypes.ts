@@ -79,6 +79,13 @@ export interface CallContext {
    * activation records `keyId`, else this). @default 'in-process'
    */
   actor?: string;
+  /**
+   * Aborts a long operation when its caller goes away (the faces set it from the request): a
+   * long wait (`getApproval` with `wait`) then ends at once and answers the approval as last read;
+   * `replayPolicy` stops and rejects with the signal's reason, recording nothing.
+   * @default none: the operation runs to its end
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -185,7 +192,9 @@ export interface Gatehouse {
    * Reads an approval. An approval past its `expires_at` is marked `expired` now (and an
    * `approval.expired` event written): expiry is lazy. With `wait` (seconds, at most 60) a
    * pending approval is read again until it is decided, expires or the wait is over.
-   * @throws {GatehouseError} `not_found`
+   * A caller whose scopes include none of `approvals:decide`, `history:read` and `admin` (an
+   * agent's `gate:evaluate` key) reads only approvals it asked for (`requesters`).
+   * @throws {GatehouseError} `not_found`, also for an approval the caller may not read
    */
   getApproval(approvalId: string, query?: ApprovalWait, ctx?: CallContext): Promise<Approval>;
   /** Approvals, newest first; expires the due ones first. */
@@ -264,8 +273,11 @@ export interface Gatehouse {
   /**
    * Re-evaluates recorded decisions against a candidate policy (YAML text or a stored revision),
    * each on the state as it was at its position in the history and at its own `now`. Writes no
-   * state; records one `policy.replayed` event with the summary.
+   * state; records one `policy.replayed` event with the summary. Runs in slices that let the
+   * event loop serve other work, at most 20 s per call (then `stopped_by: 'time_budget'` and
+   * `next_after_seq` say where to continue).
    * @throws {GatehouseError} `invalid_request` (bad filters, a candidate that does not compile), `not_found` (revision)
+   * @throws the reason of `ctx.signal` once it aborts (nothing is recorded)
    */
   replayPolicy(input: ReplayInput, ctx?: CallContext): Promise<ReplayReport>;
 }

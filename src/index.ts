@@ -5,6 +5,7 @@
  * `gatehouse/sqlite` and `gatehouse/postgres`.
  */
 
+export { IN_PROCESS_CALLER } from './approvals/approverCheck.js';
 export {
   authenticateApiKey,
   type CreateApiKeyOptions,
@@ -40,6 +41,7 @@ export {
   type GateReason,
   type GateResult,
   gateStateOf,
+  KEY_SET_READ,
   loadPolicyFile,
   type PolicyRuleInfo,
   type StateView,
@@ -105,6 +107,12 @@ export {
   type ReplayedDecision,
   replayDecisions,
 } from './lifecycle/replayDecisions.js';
+export {
+  REPLAY_SLICE_MS,
+  REPLAY_SLICE_STEPS,
+  REPLAY_TIME_BUDGET_MS,
+  type ReplayPacerOptions,
+} from './lifecycle/replayPacer.js';
 export { compareOutcomes, type DecisionOutcome, firedRules } from './lifecycle/replayReport.js';
 export { packageVersion } from './packageVersion.js';
 export {

@@ -285,6 +285,10 @@ export const DecisionSchema = z.object({
   session_id: z.string(),
   action: z.string(),
   policy: z.object({ revision: z.string() }),
+  /**
+   * `{key: version}` of every state item the decision read; 0 for a key read while absent, and
+   * `"*"` (the number of items) when a rule read the whole key set.
+   */
   state_versions: z.record(z.string(), z.number().int()),
   evaluated_at: z.string(),
   /** Only when a rule with `approval:` held the action, or an approval released it. */
@@ -617,7 +621,7 @@ export const ApprovalSchema = z.object({
   action: z.string(),
   /** The action's parameters as evaluated (secrets masked). */
   params: z.record(z.string(), z.unknown()),
-  /** The version of every state item the held decision read. */
+  /** The version of every state item the held decision read (as a decision's `state_versions`). */
   state_versions: z.record(z.string(), z.number().int()),
   policy: z.object({ revision: z.string() }),
   /** The rules that held the action, and the first one's message. */
@@ -635,6 +639,12 @@ export const ApprovalSchema = z.object({
   uses_left: z.number().int().min(0),
   /** The key whose evaluation asked (null: an in-process call). */
   requested_by: z.string().nullable(),
+  /**
+   * Every caller whose evaluation asked for it while it was pending, first to last (key IDs;
+   * `in-process` for an in-process call): none of them may decide it unless self-approval is
+   * allowed.
+   */
+  requesters: z.array(z.string()),
   /** The decision that held the action. */
   decision_id: z.string(),
   created_at: z.string(),

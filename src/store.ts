@@ -304,6 +304,11 @@ export interface StoreTx extends StoreReader, PolicyWriter {
   /** Pending or approved approvals whose `expires_at` is at or before `now`, oldest first. */
   listDueApprovals(tenantId: string, now: string, limit: number): Promise<Approval[]>;
   insertApproval(tenantId: string, approval: Approval): Promise<void>;
+  /**
+   * Adds `requester` to the approval's `requesters` unless it is there already; true when it was
+   * added, false when it was there or there is no such approval.
+   */
+  addApprovalRequester(tenantId: string, approvalId: string, requester: string): Promise<boolean>;
   /** Applies a status change if the approval's status is still one of `from`; true when it did. */
   transitionApproval(tenantId: string, approvalId: string, change: ApprovalTransition): Promise<boolean>;
   /**

@@ -19,7 +19,6 @@ const root = join(import.meta.dirname, '..');
 const CORE_LIBRARIES = [
   'zod',
   'yaml',
-  'picomatch',
   'safe-stable-stringify',
   'ulid',
   '@marcbachmann/cel-js',
@@ -40,6 +39,15 @@ const SHARED_MODULES: { path: string; importers: string[] }[] = [
   { path: '^adapters/http/routes?\\.ts$', importers: ['http', 'client'] },
 ];
 
+/**
+ * Modules that must not import an agent framework: the tool-call gate every framework face shares
+ * (a face must not load another's framework), and the AI SDK face, whose declarations are written
+ * as the shapes both majors of `ai` share (importing one major's types would break the other's apps).
+ */
+const FRAMEWORK_FREE = '^adapters/(toolgate|ai-sdk)/';
+// Resolved (`node_modules/…`) or, where the package is not installed, as written.
+const FRAMEWORKS = '^(node_modules/)?(ai|ai-v6|@ai-sdk/[^/]+|langchain|@langchain/[^/]+|@openai/[^/]+)(/|$)';
+
 const RULES: IForbiddenRuleType[] = [
   { name: 'no-circular', severity: 'error', from: {}, to: { circular: true } },
   { name: 'core-not-to-adapters', severity: 'error', from: { path: '^src/' }, to: { path: '^adapters/' } },
@@ -52,6 +60,7 @@ const RULES: IForbiddenRuleType[] = [
       pathNot: ['^src/', `^node_modules/(${CORE_LIBRARIES.join('|')})/`],
     },
   },
+  { name: 'framework-free', severity: 'error', from: { path: FRAMEWORK_FREE }, to: { path: FRAMEWORKS } },
   {
     name: 'adapters-through-core-entry',
     severity: 'error',
@@ -131,6 +140,10 @@ describe('layering', () => {
     expect([...offences('core-not-to-adapters'), ...offences('core-only-domain-libraries')]).toEqual([]);
   });
 
+  it('the shared tool-call gate and the AI SDK face import no agent framework', () => {
+    expect(offences('framework-free')).toEqual([]);
+  });
+
   it('adapters import the core only through its public entry', () => {
     expect(offences('adapters-through-core-entry')).toEqual([]);
   });
@@ -148,6 +161,8 @@ describe('layering', () => {
       'adapters/mcp/server.ts':
         "import { app } from '../http/app.js';\nimport { app as ok } from '../http/index.js';\nexport const s = [app, ok];\n",
       'adapters/cli/main.ts': "import { rows } from '../sql/rows.js';\nexport const m = rows;\n",
+      'adapters/toolgate/gate.ts':
+        "import type { Tool } from '@langchain/core/tools';\nexport type T = Tool;\n",
     };
     try {
       for (const [file, text] of Object.entries(files)) {
@@ -157,6 +172,7 @@ describe('layering', () => {
       const found = await cruiseTree(dir);
       expect(found.violations.map(describeViolation).sort()).toEqual([
         'adapter-not-into-other-adapter-internals: adapters/mcp/server.ts → adapters/http/app.ts',
+        'framework-free: adapters/toolgate/gate.ts → @langchain/core/tools',
         'no-circular: src/a.ts → src/b.ts → src/a.ts',
         'shared-module-only-for-its-importers: adapters/cli/main.ts → adapters/sql/rows.ts',
       ]);

@@ -37,9 +37,14 @@ beforeAll(() => {
     join(dir, 'package.json'),
     JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module' }),
   );
-  // The LangChain face's peers, as a LangChain app already has them; the optional peers of the
-  // other faces (pg, Redis, better-sqlite3) are left out, as most consumers would.
-  const peers = ['@langchain/core', 'langchain'].map((name) => `${name}@${pkg.peerDependencies[name]}`);
+  // The framework faces' peers, as an app of each framework already has them: LangChain, and
+  // OpenAI Agents (which brings @openai/agents-core, whose types and runner parser the face uses).
+  // The AI SDK face imports nothing from `ai` (its types are the shapes both majors share), so `ai`
+  // is left out, as are the optional peers of the stores (pg, Redis, better-sqlite3): every subpath
+  // must still import and type-check.
+  const peers = ['@langchain/core', 'langchain', '@openai/agents'].map(
+    (name) => `${name}@${pkg.peerDependencies[name]}`,
+  );
   run('npm', [
     'install',
     '--no-audit',

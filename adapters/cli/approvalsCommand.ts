@@ -5,7 +5,7 @@
  * nothing here opens the database.
  */
 import { type Command, Option } from 'commander';
-import { type Approval, ApprovalStatusSchema } from '../../src/index.js';
+import { type Approval, ApprovalStatusSchema, IN_PROCESS_CALLER } from '../../src/index.js';
 import { createGatehouseClient, type GatehouseClient } from '../client/index.js';
 
 /** Where the server is and which key decides. */
@@ -45,7 +45,10 @@ function details(a: Approval): string {
         ? 'any key with approvals:decide'
         : a.approvers.map((l) => l.join(' or ')).join(' and '),
     ],
-    ['requested by', `${a.requested_by ?? 'an in-process caller'} (decision ${a.decision_id})`],
+    [
+      'requested by',
+      `${a.requesters.map((r) => (r === IN_PROCESS_CALLER ? 'an in-process caller' : r)).join(', ')} (decision ${a.decision_id})`,
+    ],
     ['uses', `${a.uses_left} of ${a.uses} left`],
     ['created', a.created_at],
     ['expires', a.expires_at],

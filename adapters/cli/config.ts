@@ -38,6 +38,10 @@ export interface ServeConfig extends ServiceConfig {
   rateLimit: number;
   /** @default 65536 (env GATEHOUSE_MAX_BODY_BYTES) */
   maxBodyBytes: number;
+  /** Idempotent responses kept in memory (without Redis), at most. @default 10000 (env GATEHOUSE_IDEMPOTENCY_MAX_ENTRIES) */
+  idempotencyMaxEntries: number;
+  /** Their bytes, at most. @default 33554432 (32 MiB; env GATEHOUSE_IDEMPOTENCY_MAX_BYTES) */
+  idempotencyMaxBytes: number;
   /**
    * `Host` values /mcp accepts (`name` or `name:port`, `*` = any).
    * @default the loopback names, plus `host` when it is one specific address (env GATEHOUSE_MCP_ALLOWED_HOSTS)
@@ -141,6 +145,18 @@ export function readServeConfig(flags: Flags): ServeConfig {
       flagOrEnv(flags, 'maxBodyBytes', 'GATEHOUSE_MAX_BODY_BYTES'),
       '--max-body-bytes',
       65536,
+      1024,
+    ),
+    idempotencyMaxEntries: integer(
+      flagOrEnv(flags, 'idempotencyMaxEntries', 'GATEHOUSE_IDEMPOTENCY_MAX_ENTRIES'),
+      '--idempotency-max-entries',
+      10_000,
+      1,
+    ),
+    idempotencyMaxBytes: integer(
+      flagOrEnv(flags, 'idempotencyMaxBytes', 'GATEHOUSE_IDEMPOTENCY_MAX_BYTES'),
+      '--idempotency-max-bytes',
+      32 * 2 ** 20,
       1024,
     ),
     mcpAllowedHosts: checkedList(

@@ -79,6 +79,14 @@ serve
   .option('--redis-url <url>', 'Redis for shared TTL data across instances (env REDIS_URL)')
   .option('--rate-limit <n>', 'requests per second per API key, 0 = off (env GATEHOUSE_RATE_LIMIT)')
   .option('--max-body-bytes <n>', 'largest request body (env GATEHOUSE_MAX_BODY_BYTES)')
+  .option(
+    '--idempotency-max-entries <n>',
+    'idempotent responses kept in memory without Redis, oldest out first (env GATEHOUSE_IDEMPOTENCY_MAX_ENTRIES; default 10000)',
+  )
+  .option(
+    '--idempotency-max-bytes <n>',
+    'bytes of idempotent responses kept in memory without Redis (env GATEHOUSE_IDEMPOTENCY_MAX_BYTES; default 32 MiB)',
+  )
   .addOption(
     new Option('--durability <mode>', 'SQLite: normal (crash-safe) or full (power-loss-safe)').choices([
       'normal',

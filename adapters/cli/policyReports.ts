@@ -155,7 +155,8 @@ export function formatReplay(report: ReplayReport): string {
     }
   }
   if (report.next_after_seq !== null) {
-    lines.push('', `Stopped at the limit: continue with --after-seq ${report.next_after_seq}.`);
+    const why = report.stopped_by === 'time_budget' ? 'the time budget (20 s)' : 'the limit';
+    lines.push('', `Stopped at ${why}: continue with --after-seq ${report.next_after_seq}.`);
   }
   if (report.event_id) lines.push('', `Recorded as ${report.event_id} (policy.replayed).`);
   return `${lines.join('\n')}\n`;

@@ -34,9 +34,9 @@ export interface RunningService {
 /** The message when Redis is configured but `@keyv/redis` is not installed. */
 export const REDIS_MISSING = 'REDIS_URL (--redis-url) needs @keyv/redis: npm install @keyv/redis@5';
 
-/** Creates the TTL store: Redis when configured, else memory. */
-async function openTtlStore(redisUrl: string | undefined, log: Logger): Promise<Keyv> {
-  if (!redisUrl) return new Keyv({ namespace: 'gatehouse' });
+/** Creates the TTL store when Redis is configured; without it the app keeps TTL data in bounded memory. */
+async function openTtlStore(redisUrl: string | undefined, log: Logger): Promise<Keyv | undefined> {
+  if (!redisUrl) return undefined;
   let KeyvRedis: typeof import('@keyv/redis').default;
   try {
     KeyvRedis = (await import('@keyv/redis')).default;
@@ -75,7 +75,7 @@ export async function startService(
     },
     { create: true },
   ).catch(async (error: unknown) => {
-    await ttlStore.disconnect().catch(() => undefined);
+    await ttlStore?.disconnect().catch(() => undefined);
     throw error;
   });
   const store = gatehouse.store;
@@ -98,7 +98,8 @@ export async function startService(
     logger: log,
     maxBodyBytes: config.maxBodyBytes,
     rateLimit: config.rateLimit === 0 ? false : { ratePerSecond: config.rateLimit },
-    ttlStore,
+    ...(ttlStore ? { ttlStore } : {}),
+    idempotency: { maxEntries: config.idempotencyMaxEntries, maxBytes: config.idempotencyMaxBytes },
     metrics: createMetrics({ defaults: true }),
     console: config.ui,
     mcp: createMcpHttpHandler({
@@ -114,7 +115,7 @@ export async function startService(
     server = await startHttpServer(app, { host: config.host, port: config.port });
   } catch (error) {
     app.close();
-    await ttlStore.disconnect().catch(() => undefined);
+    await ttlStore?.disconnect().catch(() => undefined);
     await store.close();
     throw error;
   }
@@ -161,7 +162,7 @@ export async function startService(
         app.close();
         await server.close();
         await dispatcher?.close();
-        await ttlStore.disconnect().catch(() => undefined);
+        await ttlStore?.disconnect().catch(() => undefined);
         await store.close();
       })();
       return closed;

@@ -7,18 +7,20 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import Keyv from 'keyv';
 import type { Logger } from 'pino';
 import type { Gatehouse, KeyStore, Principal } from '../../src/index.js';
+import { type BoundedMemoryStoreOptions, createBoundedMemoryStore } from './boundedMemoryStore.js';
 import { type ConsoleOptions, createConsoleRoutes } from './consoleRoutes.js';
 import { createHistoryFeed } from './historyFeed.js';
 import { createHistoryStreamRoute, type HistoryStreamOptions } from './historyStream.js';
-import { createIdempotency } from './idempotency.js';
+import { createIdempotency, type IdempotencyOptions } from './idempotency.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import { createNodeListener } from './nodeListener.js';
+import { abortedOnClose, createNodeListener, type NodeExchange } from './nodeListener.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { type AnyRoute, createPipeline, type Pipeline } from './pipeline.js';
 import { createRateLimiter, type RateLimiterOptions } from './rateLimiter.js';
 import { pathAndSearch, readNodeBody, readWebBody } from './requestParts.js';
 import { API_ROUTES } from './routes.js';
 import { createServiceRoutes } from './serviceRoutes.js';
+import { dropWhenStalled } from './stalledResponses.js';
 
 /** Options for {@link createHttpApp}. */
 export interface HttpAppOptions {
@@ -29,8 +31,20 @@ export interface HttpAppOptions {
   maxBodyBytes?: number;
   /** Per-key rate limit; `false` turns it off. @default 100 requests/s, burst 200 */
   rateLimit?: RateLimiterOptions | false;
-  /** Shared TTL data (idempotency); Redis-backed for several instances. @default in memory */
+  /**
+   * Shared TTL data (idempotency); Redis-backed for several instances.
+   * @default in memory, bounded by `idempotency.maxEntries` and `idempotency.maxBytes`
+   */
   ttlStore?: Keyv;
+  /**
+   * Idempotent responses (`Idempotency-Key` on a POST): how long each is kept; in memory (no
+   * `ttlStore`), at most how many and how many bytes, the oldest going first; and the largest
+   * response kept at all (a larger one is answered with `Idempotency-Status: not-stored`; so is
+   * one over an eighth of `maxBytes` in memory).
+   * @default 24 h, 10,000 entries, 32 MiB, 1 MiB
+   */
+  idempotency?: Pick<BoundedMemoryStoreOptions, 'maxEntries' | 'maxBytes'> &
+    Pick<IdempotencyOptions, 'ttlMs' | 'maxResponseBytes'>;
   logger?: Logger;
   /** Prometheus metrics. @default a fresh registry */
   metrics?: Metrics;
@@ -53,8 +67,12 @@ export interface HttpAppOptions {
    * @default false (`gatehouse serve` turns it on; `--no-ui` off)
    */
   console?: boolean | ConsoleOptions;
-  /** `GET /v1/history/stream`: poll interval, heartbeat and open-stream limit. @default 1 s, 15 s, 100 */
-  historyStream?: Pick<HistoryStreamOptions, 'pollMs' | 'heartbeatMs' | 'maxStreams'>;
+  /**
+   * `GET /v1/history/stream`: poll interval, heartbeat, open streams per key, per tenant and in
+   * all, lifetime, and how long a client that stops reading keeps its connection.
+   * @default 1 s, 15 s, 10, 50, 100, 1 h, 30 s
+   */
+  historyStream?: Omit<HistoryStreamOptions, 'gatehouse' | 'feed' | 'keys'>;
 }
 
 /** The app: a web-standard handler plus what the node:http face and tests need. */
@@ -99,9 +117,19 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   }));
   const mcp = options.mcp;
   const feed = createHistoryFeed();
+  const keys = options.keys ?? gatehouse.store;
   const webRoutes: AnyRoute[] = [
-    createHistoryStreamRoute({ gatehouse, feed, ...options.historyStream }),
-    ...(mcp ? [{ kind: 'web', method: 'ALL', path: '/mcp', handle: mcp } as const] : []),
+    createHistoryStreamRoute({ gatehouse, feed, keys, ...options.historyStream }),
+    ...(mcp
+      ? [
+          {
+            kind: 'web',
+            method: 'ALL',
+            path: '/mcp',
+            handle: (request, principal, face) => mcp(request, principal, face.readBody),
+          } satisfies AnyRoute,
+        ]
+      : []),
   ];
   const consoleRoutes =
     options.console === undefined || options.console === false
@@ -111,10 +139,22 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const inner: Pipeline = createPipeline(
     {
       gatehouse,
-      keys: options.keys ?? gatehouse.store,
+      keys,
       maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
       limiter: options.rateLimit === false ? null : createRateLimiter(options.rateLimit),
-      idempotency: createIdempotency({ store: options.ttlStore ?? new Keyv({ namespace: 'idem' }) }),
+      idempotency: createIdempotency({
+        store:
+          options.ttlStore ??
+          new Keyv({
+            store: createBoundedMemoryStore({
+              maxEntries: options.idempotency?.maxEntries,
+              maxBytes: options.idempotency?.maxBytes,
+            }),
+            namespace: 'idem',
+          }),
+        ttlMs: options.idempotency?.ttlMs,
+        maxResponseBytes: options.idempotency?.maxResponseBytes,
+      }),
       metrics,
       logger: options.logger,
       ...(options.problemBaseUrl === undefined ? {} : { problemBaseUrl: options.problemBaseUrl }),
@@ -133,17 +173,27 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     },
   };
 
-  // `node` is the Node request behind `request` when the node face converted it (a web route):
-  // its body is read from the socket's Buffers instead of through web streams.
-  const serve = async (request: Request, node?: IncomingMessage): Promise<Response> => {
+  // `node` is the Node request and response behind `request` when the node face converted it (a
+  // web route): the body is read from the socket's Buffers instead of through web streams, and a
+  // stream can have a client that stopped reading cut off.
+  const serve = async (request: Request, node?: NodeExchange): Promise<Response> => {
     const { path, search } = pathAndSearch(request.url);
+    let signal: AbortSignal | undefined;
     const reply = await pipeline.handle(
       {
         method: request.method,
         path,
         search,
         header: (name) => request.headers.get(name) ?? undefined,
-        text: node ? (limit) => readNodeBody(node, limit) : (limit) => readWebBody(request, limit),
+        text: node ? (limit) => readNodeBody(node.req, limit) : (limit) => readWebBody(request, limit),
+        dropWhenStalled: node ? (ms) => dropWhenStalled(node.res, ms) : undefined,
+        get signal() {
+          // Behind node:http not `request.signal`: @hono/node-server would build a whole web
+          // Request for it, taking the body stream that `text` reads. A web Request's own signal
+          // otherwise (@hono/node-server aborts it on a disconnect once it has been read).
+          signal ??= node ? abortedOnClose(node.res) : request.signal;
+          return signal;
+        },
       },
       request,
     );

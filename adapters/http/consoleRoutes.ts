@@ -47,6 +47,7 @@ const SHELL = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
 <title>Gatehouse console</title>
+<link rel="icon" href="assets/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="assets/console.css">
 <script type="module" src="assets/main.js"></script>
 </head>
@@ -55,6 +56,16 @@ const SHELL = `<!doctype html>
 <noscript><p class="boot">The Gatehouse console needs JavaScript.</p></noscript>
 </body>
 </html>
+`;
+
+/**
+ * The console's icon: a gate in the accent colour. Named by the shell, so a browser never asks
+ * for `/favicon.ico` (a 404 it would log on every load); SVG, so no binary asset.
+ */
+const CONSOLE_ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">
+<rect width="32" height="32" rx="7" fill="#0b57d0"/>
+<path d="M6 27V13L16 5l10 8v14h-5.5v-8a4.5 4.5 0 0 0-9 0v8z" fill="#fff"/>
+</svg>
 `;
 
 /** dist/console, whether this module runs from dist/ (built) or from the sources (tests). */
@@ -78,7 +89,10 @@ function loadModules(dir: string): Map<string, string> | undefined {
   }
 }
 
-/** The console's routes: `/ui` (redirects to `/ui/`), `/ui/` (the shell), `/ui/assets/{file}`. */
+/**
+ * The console's routes: `/ui` (redirects to `/ui/`), `/ui/` (the shell), `/ui/assets/{file}` (the
+ * modules, the stylesheet and the icon).
+ */
 export function createConsoleRoutes(options: ConsoleOptions = {}): ServiceRoute[] {
   const dir = options.assetsDir ?? defaultAssetsDir();
   let modules: Map<string, string> | undefined;
@@ -115,6 +129,7 @@ export function createConsoleRoutes(options: ConsoleOptions = {}): ServiceRoute[
       path: '/ui/assets/{file}',
       handle: async ({ file = '' }) => {
         if (file === 'console.css') return reply(200, 'text/css; charset=utf-8', CONSOLE_STYLES);
+        if (file === 'favicon.svg') return reply(200, 'image/svg+xml', CONSOLE_ICON);
         modules ??= loadModules(dir);
         if (!modules) return notBuilt(`/ui/assets/${file}`);
         const source = modules.get(file);

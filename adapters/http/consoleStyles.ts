@@ -71,6 +71,9 @@ tr:last-child td { border-bottom: none; }
 td.nowrap { white-space: nowrap; }
 /* Session IDs and params may be long: they wrap anywhere instead of pushing columns off-screen. */
 td.long-id { overflow-wrap: anywhere; min-width: 7rem; max-width: 18rem; }
+/* An approval's action with the rule that held it and its message, which wraps. */
+td.held { min-width: 12rem; max-width: 24rem; }
+.held-by { margin-top: .25rem; font-size: .85rem; overflow-wrap: anywhere; }
 .summary { overflow-wrap: anywhere; }
 tr.new td { background: var(--new); transition: background 2s; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }

@@ -5,6 +5,12 @@
  * `readHistory` (one indexed range scan after the last seq), again whenever a write on this
  * instance rings the {@link HistoryFeed} or the poll interval passes; a comment line every
  * heartbeat keeps proxies from closing it; it ends when the client goes away or the app closes.
+ * At every wake it checks its API key again (through the store's key cache, which hears of
+ * revocations), and ends with a comment saying why once the key is revoked: nothing written after
+ * a revocation reaches the stream.
+ * Streams are bounded: so many per key, per tenant and per app ({@link StreamLimits}); each lives
+ * at most `maxLifetimeMs` (then ends with a comment; the client resumes with `Last-Event-ID`);
+ * on node:http a client that stops reading is cut off after `stallMs`.
  * A route of its own kind because its answer is a stream, not one JSON value.
  */
 import { z } from 'zod';
@@ -14,6 +20,7 @@ import {
   type Gatehouse,
   GatehouseError,
   type HistoryEvent,
+  type KeyStore,
   type Principal,
   parseInput,
   queryNumber,
@@ -22,8 +29,9 @@ import {
   VerdictSchema,
 } from '../../src/index.js';
 import type { HistoryFeed } from './historyFeed.js';
-import type { WebRoute } from './pipeline.js';
+import { authenticateBearer, type WebFace, type WebRoute } from './pipeline.js';
 import { pathAndSearch, queryObject } from './requestParts.js';
+import { createStreamLimits } from './streamLimits.js';
 
 /** The stream's query: the filters of `GET /v1/history/events`, plus a verdict and a start. */
 export const HistoryStreamQuerySchema = z.strictObject({
@@ -41,7 +49,7 @@ export const HISTORY_STREAM_DOC = {
   path: '/v1/history/stream',
   summary: 'Follow new history events (server-sent events)',
   description:
-    'A `text/event-stream`: one message per new event, `id` = its `seq`, `data` = the event as JSON. Resume with the `Last-Event-ID` header (or `after_seq`). A comment line is sent every heartbeat; the stream ends when the client disconnects.',
+    "A `text/event-stream`: one message per new event, `id` = its `seq`, `data` = the event as JSON. Resume with the `Last-Event-ID` header (or `after_seq`). A comment line is sent every heartbeat; the stream ends when the client disconnects, or with a comment saying why when the API key is revoked or the stream reaches its maximum lifetime (1 h by default). Open streams are limited per key (10) and per tenant (50): past either, 429 `rate_limited`; past the server's limit (100), 503.",
   scope: 'history:read',
   query: HistoryStreamQuerySchema,
 } as const;
@@ -50,12 +58,29 @@ export const HISTORY_STREAM_DOC = {
 export interface HistoryStreamOptions {
   gatehouse: Gatehouse;
   feed: HistoryFeed;
+  /** Where the stream checks its key again at every wake (revoked: the stream ends). */
+  keys: KeyStore;
   /** How often a stream reads the store when nothing rang. @default 1000 */
   pollMs?: number;
   /** How long a stream stays silent before a comment line. @default 15000 */
   heartbeatMs?: number;
   /** Open streams per app; more are `unavailable` (503). @default 100 */
   maxStreams?: number;
+  /** Open streams per API key; more are `rate_limited` (429). @default 10 */
+  maxStreamsPerKey?: number;
+  /** Open streams per tenant, all its keys together; more are `rate_limited` (429). @default 50 */
+  maxStreamsPerTenant?: number;
+  /**
+   * How long a stream lives: then it ends with a comment, and the client resumes with
+   * `Last-Event-ID` (browsers' `EventSource` does so by itself). Bounds how long an idle client
+   * that reads nothing holds its place. @default 3600000 (1 h)
+   */
+  maxLifetimeMs?: number;
+  /**
+   * On node:http: a client that has taken nothing for this long while data waits to be written
+   * (its socket's buffers stay full) is disconnected (after 1 to 1.5 times this). @default 30000
+   */
+  stallMs?: number;
 }
 
 const PAGE = 100;
@@ -78,56 +103,82 @@ function message(event: HistoryEvent): string {
 
 /** The stream route, served by the pipeline after bearer auth like `/mcp`. */
 export function createHistoryStreamRoute(options: HistoryStreamOptions): WebRoute {
-  const { gatehouse, feed } = options;
+  const { gatehouse, feed, keys } = options;
   const pollMs = options.pollMs ?? 1000;
   const heartbeatMs = options.heartbeatMs ?? 15_000;
-  const maxStreams = options.maxStreams ?? 100;
-  let open = 0;
+  const maxLifetimeMs = options.maxLifetimeMs ?? 3_600_000;
+  const stallMs = options.stallMs ?? 30_000;
+  const limits = createStreamLimits({
+    maxTotal: options.maxStreams,
+    maxPerKey: options.maxStreamsPerKey,
+    maxPerTenant: options.maxStreamsPerTenant,
+  });
 
-  async function handle(request: Request, principal: Principal): Promise<Response> {
+  async function handle(request: Request, principal: Principal, face: WebFace): Promise<Response> {
     requireScope(principal, HISTORY_STREAM_DOC.scope);
     const query = parseInput(
       HistoryStreamQuerySchema,
       queryObject(pathAndSearch(request.url).search),
       'query',
     );
-    if (open >= maxStreams) {
-      throw new GatehouseError('unavailable', 'Too many open history streams; retry later.', {
-        retryAfter: 5,
-      });
-    }
     const ctx = { tenantId: principal.tenantId };
     const filters = {
       ...(query.session_id === undefined ? {} : { session_id: query.session_id }),
       ...(query.type === undefined ? {} : { type: query.type }),
     };
     let last = lastEventId(request) ?? query.after_seq;
+    const giveBack = limits.take(principal);
     if (last === undefined) {
-      const head = await gatehouse.readHistory({ ...filters, limit: 1, order: 'desc' }, ctx);
-      last = head.events[0]?.seq ?? 0;
+      try {
+        const head = await gatehouse.readHistory({ ...filters, limit: 1, order: 'desc' }, ctx);
+        last = head.events[0]?.seq ?? 0;
+      } catch (error) {
+        giveBack();
+        throw error;
+      }
     }
 
     const stop = new AbortController();
     const onAbort = () => stop.abort();
     request.signal.addEventListener('abort', onAbort, { once: true });
-    let lastWrite = Date.now();
+    const openedAt = Date.now();
+    let lastWrite = openedAt;
     let first = true;
-    open += 1;
-    let counted = true;
+    let ended = false;
+    const authorization = request.headers.get('authorization');
+    /** False once the key is revoked (or unknown): the store's key cache hears of revocations. */
+    const keyStillValid = async (): Promise<boolean> => {
+      try {
+        await authenticateBearer(keys, authorization);
+        return true;
+      } catch (error) {
+        if (error instanceof GatehouseError && error.code === 'unauthorized') return false;
+        throw error;
+      }
+    };
     const release = () => {
-      if (counted) open -= 1;
-      counted = false;
+      giveBack();
       request.signal.removeEventListener('abort', onAbort);
     };
 
     /** The next chunk to send, or undefined when the stream is over. */
     async function next(): Promise<string | undefined> {
+      if (ended) return undefined;
       if (first) {
         first = false;
         return `retry: 2000\n: following after seq ${last}\n\n`;
       }
       for (;;) {
         if (stop.signal.aborted || feed.closed) return undefined;
+        const lifeLeft = maxLifetimeMs - (Date.now() - openedAt);
+        if (lifeLeft <= 0) {
+          ended = true;
+          return ': closed: the stream reached its maximum lifetime; reconnect with Last-Event-ID\n\n';
+        }
+        if (!(await keyStillValid())) {
+          ended = true;
+          return ': closed: the API key was revoked\n\n';
+        }
         const page = await gatehouse.readHistory(
           {
             ...filters,
@@ -152,7 +203,7 @@ export function createHistoryStreamRoute(options: HistoryStreamOptions): WebRout
           lastWrite = Date.now();
           return ': heartbeat\n\n';
         }
-        await feed.wait(Math.min(pollMs, heartbeatMs - (Date.now() - lastWrite)), stop.signal);
+        await feed.wait(Math.min(pollMs, heartbeatMs - (Date.now() - lastWrite), lifeLeft), stop.signal);
       }
     }
 
@@ -175,6 +226,7 @@ export function createHistoryStreamRoute(options: HistoryStreamOptions): WebRout
         release();
       },
     });
+    face.dropWhenStalled?.(stallMs);
     return new Response(body, {
       status: 200,
       headers: {

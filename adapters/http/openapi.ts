@@ -115,7 +115,8 @@ function operation(operationId: string, route: ApiRoute, inputs: Map<z.ZodType, 
       name: 'Idempotency-Key',
       in: 'header',
       required: false,
-      description: 'Replays the first answer to a repeated key (24 h); a different body under it is refused.',
+      description:
+        'Replays the first answer to a repeated key (24 h); a different body under it is refused. An answer that was not kept (a 5xx, or too large) carries `Idempotency-Status: not-stored`: a retry with the key runs again.',
       schema: { type: 'string', minLength: 1, maxLength: 255 },
     });
   }

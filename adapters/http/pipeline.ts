@@ -23,7 +23,7 @@ import {
 } from '../../src/index.js';
 import type { Idempotency } from './idempotency.js';
 import type { Metrics } from './metrics.js';
-import { type ProblemOptions, problemReply, type Reply } from './problem.js';
+import { CLIENT_CLOSED_REQUEST, type ProblemOptions, problemReply, type Reply } from './problem.js';
 import type { RateLimiter } from './rateLimiter.js';
 import { queryObject } from './requestParts.js';
 import { type ApiRoute, defaultStatus } from './route.js';
@@ -42,6 +42,17 @@ export interface Incoming {
    * @throws {GatehouseError} `payload_too_large`
    */
   text(limit: number): Promise<string>;
+  /**
+   * Aborts when the client goes away before the answer is sent. Read only by a route that needs
+   * it (the node:http face builds it on first read).
+   */
+  readonly signal: AbortSignal;
+  /**
+   * Closes the connection once the client has taken nothing of the answer for `ms` while more
+   * waits to be written (its socket's buffers stay full). Only the node:http face sees the socket;
+   * elsewhere the host server decides.
+   */
+  dropWhenStalled?: ((ms: number) => void) | undefined;
 }
 
 /** An unauthenticated service route: `/healthz`, `/readyz`, `/metrics`, the document, problem pages. */
@@ -60,6 +71,14 @@ export interface OperationRoute {
   route: ApiRoute;
 }
 
+/** What a face gives a {@link WebRoute} besides the `Request`. */
+export interface WebFace {
+  /** The face's body reader ({@link Incoming.text}), cheaper than `request.body` on node:http. */
+  readBody: Incoming['text'];
+  /** {@link Incoming.dropWhenStalled}, where the face has it. */
+  dropWhenStalled?: ((ms: number) => void) | undefined;
+}
+
 /**
  * A route that needs a web `Request` after auth (`/mcp`) or answers a stream
  * (`/v1/history/stream`); the node face hands it to the web face.
@@ -68,8 +87,7 @@ export interface WebRoute {
   kind: 'web';
   method: 'ALL' | 'GET';
   path: string;
-  /** `readBody` is the face's body reader ({@link Incoming.text}), cheaper than `request.body` on node:http. */
-  handle(request: Request, principal: Principal, readBody: Incoming['text']): Promise<Response>;
+  handle(request: Request, principal: Principal, face: WebFace): Promise<Response>;
 }
 
 /** Any route the pipeline serves. */
@@ -138,6 +156,26 @@ function jsonReply(status: number, body: unknown): Reply {
   return { status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
 }
 
+/**
+ * Resolves an `Authorization: Bearer <key>` header to its principal; a stream checks its key
+ * again with it while it stays open.
+ * @throws {GatehouseError} `unauthorized` when the header is missing or malformed, or the key is
+ *   unknown or revoked
+ */
+export async function authenticateBearer(
+  keys: KeyStore,
+  header: string | null | undefined,
+): Promise<Principal> {
+  const token = header ? BEARER.exec(header)?.[1] : undefined;
+  if (token === undefined) {
+    throw new GatehouseError(
+      'unauthorized',
+      header ? 'The Authorization header must be `Bearer <key>`.' : 'Missing Authorization: Bearer <key>.',
+    );
+  }
+  return authenticateApiKey(keys, token);
+}
+
 /** Builds the pipeline over `routes`. */
 export function createPipeline(options: PipelineOptions, routes: readonly AnyRoute[]): Pipeline {
   const { gatehouse, keys, maxBodyBytes, limiter, idempotency, metrics } = options;
@@ -190,15 +228,7 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
   }
 
   async function authenticate(incoming: Incoming): Promise<Principal> {
-    const header = incoming.header('authorization');
-    const token = header ? BEARER.exec(header)?.[1] : undefined;
-    if (token === undefined) {
-      throw new GatehouseError(
-        'unauthorized',
-        header ? 'The Authorization header must be `Bearer <key>`.' : 'Missing Authorization: Bearer <key>.',
-      );
-    }
-    const principal = await authenticateApiKey(keys, token);
+    const principal = await authenticateBearer(keys, incoming.header('authorization'));
     if (limiter) {
       const wait = limiter(principal.keyId);
       if (wait > 0) {
@@ -259,11 +289,17 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
           gatehouse,
           observeDecision,
           header: (name) => incoming.header(name),
+          get signal() {
+            return incoming.signal;
+          },
         });
         const reply = jsonReply(route.statusOf ? route.statusOf(result) : defaultStatus(route), result);
         if (route.responseHeaders) Object.assign(reply.headers, route.responseHeaders(result));
         return reply;
       } catch (error) {
+        // The client went away and the operation stopped for it: nobody reads this answer, and it
+        // is no server error to log.
+        if (incoming.signal.aborted) return { status: CLIENT_CLOSED_REQUEST, headers: {}, body: null };
         return problem(error, incoming.path);
       }
     };
@@ -304,8 +340,11 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
         case 'web': {
           const principal = await authenticate(incoming);
           if (!request) throw new Error(`${entry.pattern} needs a web Request`);
-          const readBody = (limit: number) => incoming.text(limit);
-          return { reply: await route.handle(request, principal, readBody), pattern: entry.pattern };
+          const face: WebFace = {
+            readBody: (limit) => incoming.text(limit),
+            dropWhenStalled: incoming.dropWhenStalled,
+          };
+          return { reply: await route.handle(request, principal, face), pattern: entry.pattern };
         }
       }
     } catch (error) {

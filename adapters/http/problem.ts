@@ -122,6 +122,12 @@ export interface Reply {
 }
 
 /**
+ * The status of an answer to a client that went away while its operation ran (as nginx counts a
+ * closed request): never sent, recorded in metrics, never kept for an `Idempotency-Key` retry.
+ */
+export const CLIENT_CLOSED_REQUEST = 499;
+
+/**
  * A problem+json answer, with `WWW-Authenticate` on 401, `Retry-After` on 429, and
  * `Connection: close` on 413: the rest of an oversized body is not read, so the connection
  * cannot carry another request.

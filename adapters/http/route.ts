@@ -30,6 +30,8 @@ export interface RouteCall<P, Q> {
   observeDecision(verdict: string): void;
   /** A request header by lower-case name (only those the route declares in `headers`). */
   header(name: string): string | undefined;
+  /** Aborts when the client goes away before the answer is sent (a long-poll then ends). */
+  readonly signal: AbortSignal;
 }
 
 /** A request header a route reads, for the OpenAPI document. */

@@ -490,13 +490,15 @@ export const API_ROUTES = {
     tag: 'Approvals',
     summary: 'Read an approval; `?wait=30` waits until it is decided or expired',
     description:
-      'With `wait` (seconds, at most 60) a pending approval is answered when it is approved, denied or expires, or when the wait is over (then still `pending`). Needs `gate:evaluate` (the agent waiting) or `approvals:decide`.',
+      'With `wait` (seconds, at most 60) a pending approval is answered when it is approved, denied or expires, or when the wait is over (then still `pending`). Needs `gate:evaluate` (the agent waiting) or `approvals:decide`. A key without `approvals:decide`, `history:read` or `admin` reads only the approvals its own evaluations asked for; any other is 404, as if it did not exist.',
     scope: ['gate:evaluate', 'approvals:decide'],
     params: IdParam,
     query: ApprovalWaitSchema,
     response: { schema: ApprovalSchema, name: 'Approval', statuses: { 200: 'The approval.' } },
     errors: ['not_found'],
-    handle: ({ gatehouse, params, query, context }) => gatehouse.getApproval(params.id, query, context),
+    // A wait ends when the client goes away, so an abandoned long-poll stops reading the store.
+    handle: ({ gatehouse, params, query, context, signal }) =>
+      gatehouse.getApproval(params.id, query, query.wait ? { ...context, signal } : context),
   }),
   approve: defineRoute({
     method: 'POST',
@@ -606,7 +608,9 @@ export const API_ROUTES = {
     body: { schema: ReplayInputSchema, name: 'ReplayInput' },
     response: { schema: ReplayReportSchema, name: 'ReplayReport', statuses: { 200: 'The report.' } },
     errors: ['not_found'],
-    handle: ({ gatehouse, body, context }) => gatehouse.replayPolicy(withReplayLimit(body) as never, context),
+    // The request's signal stops a replay whose client went away (read only here: building it costs).
+    handle: ({ gatehouse, body, context, signal }) =>
+      gatehouse.replayPolicy(withReplayLimit(body) as never, { ...context, signal }),
   }),
 };
 

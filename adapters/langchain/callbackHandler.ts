@@ -8,12 +8,12 @@ import type { Serialized } from '@langchain/core/load/serializable';
 import type { LLMResult } from '@langchain/core/outputs';
 import { context, type Span, trace } from '@opentelemetry/api';
 import { GatehouseError, markSpanFailed, tracer } from '../../src/index.js';
-import { ActionBlockedError } from './actionBlockedError.js';
+import { ActionBlockedError, OutcomeReports } from '../toolgate/index.js';
 import {
   type GateOptions,
   gateToolCall,
   noteDecision,
-  OutcomeReports,
+  reportToolResult,
   toolCallSpan,
 } from './toolCallGate.js';
 import { resolveToolName, toolParams } from './toolIdentity.js';
@@ -163,14 +163,14 @@ export class GatehouseCallbackHandler extends BaseCallbackHandler {
   override handleToolEnd(output: unknown, runId: string): void {
     this.#endSpan(runId);
     const decisionId = this.#take(runId);
-    if (decisionId !== undefined) this.#outcomes.result(decisionId, output);
+    if (decisionId !== undefined) reportToolResult(this.#outcomes, decisionId, output);
   }
 
   /** Starts recording `failed` with the error's first words; the error does not wait for it. Never throws. */
   override handleToolError(error: unknown, runId: string): void {
     this.#endSpan(runId, error);
     const decisionId = this.#take(runId);
-    if (decisionId !== undefined) this.#outcomes.error(decisionId, error);
+    if (decisionId !== undefined) this.#outcomes.failed(decisionId, error);
   }
 
   #endSpan(runId: string, error?: unknown): void {

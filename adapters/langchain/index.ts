@@ -3,9 +3,14 @@
  * remote Gatehouse. Two faces over one {@link GateBackend}: a callback handler (any runnable;
  * throws on Block) and a `createAgent` middleware (answers a Block with an error ToolMessage).
  */
-export { ActionBlockedError, isActionBlockedError } from './actionBlockedError.js';
+export {
+  ActionBlockedError,
+  type GateBackend,
+  inProcessBackend,
+  isActionBlockedError,
+  isHeld,
+} from '../toolgate/index.js';
 export { GatehouseCallbackHandler, type GatehouseCallbackHandlerOptions } from './callbackHandler.js';
-export { type GateBackend, inProcessBackend } from './gateBackend.js';
 export {
   type BlockedToolContent,
   blockedToolMessage,
@@ -14,5 +19,5 @@ export {
   gatehouseMiddleware,
 } from './middleware.js';
 export { createRecordStateTool, type RecordStateToolOptions } from './recordStateTool.js';
-export { type ApprovalInterrupt, type GateOptions, isHeld } from './toolCallGate.js';
+export type { ApprovalInterrupt, GateOptions } from './toolCallGate.js';
 export { resolveToolName, type ToolStartFacts, toolParams } from './toolIdentity.js';

@@ -8,11 +8,12 @@ import { interopSafeParseAsync, isInteropZodSchema } from '@langchain/core/utils
 import { interrupt } from '@langchain/langgraph';
 import { type AgentMiddleware, createMiddleware } from 'langchain';
 import { type Decision, inSpan } from '../../src/index.js';
+import { OutcomeReports } from '../toolgate/index.js';
 import {
   type GateOptions,
   gateToolCall,
   noteDecision,
-  OutcomeReports,
+  reportToolResult,
   toolCallSpan,
 } from './toolCallGate.js';
 
@@ -136,10 +137,10 @@ export function gatehouseMiddleware(options: GatehouseMiddlewareOptions): Gateho
         try {
           result = await handler(request);
         } catch (error) {
-          outcomes.error(decision.decision_id, error);
+          outcomes.failed(decision.decision_id, error);
           throw error;
         }
-        outcomes.result(decision.decision_id, result);
+        reportToolResult(outcomes, decision.decision_id, result);
         return result;
       });
     },

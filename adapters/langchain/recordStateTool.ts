@@ -6,7 +6,7 @@
 import { tool } from '@langchain/core/tools';
 import { z } from 'zod';
 import { DEFAULT_TYPES, isGatehouseError } from '../../src/index.js';
-import type { GateBackend } from './gateBackend.js';
+import type { GateBackend } from '../toolgate/index.js';
 import { requireSession } from './sessionRule.js';
 
 /** Options for {@link createRecordStateTool}. */

@@ -9,10 +9,16 @@ import {
   GatehouseError,
   GEN_AI_ATTRIBUTES,
   MAX_APPROVAL_WAIT_SECONDS,
-  type OutcomeInput,
   SPAN_ATTRIBUTES,
 } from '../../src/index.js';
-import type { GateBackend } from './gateBackend.js';
+import {
+  type ApprovalRequest,
+  approvalRequestOf,
+  type GateBackend,
+  isHeld,
+  type OutcomeReports,
+  shortDetail,
+} from '../toolgate/index.js';
 import { type RunSessionSources, requireSession } from './sessionRule.js';
 
 /** Options shared by {@link GatehouseCallbackHandler} and {@link gatehouseMiddleware}. */
@@ -61,25 +67,10 @@ export interface GateOptions {
 }
 
 /** The value of the LangGraph interrupt raised by `onApproval: 'interrupt'`. */
-export interface ApprovalInterrupt {
-  type: 'gatehouse.approval_required';
-  approval_id: string;
-  expires_at: string;
-  session_id: string;
-  action: string;
-  params: Record<string, unknown>;
-  decision_id: string;
-  reason: string;
-  tool_call_id?: string;
-}
+export type ApprovalInterrupt = ApprovalRequest;
 
 /** Raises a LangGraph interrupt (the middleware passes `interrupt` from `@langchain/langgraph`). */
 export type RaiseInterrupt = (value: ApprovalInterrupt) => unknown;
-
-/** True for a Block that waits for a person. */
-export function isHeld(decision: Decision): boolean {
-  return decision.verdict === 'Block' && decision.approval?.status === 'pending';
-}
 
 /** One tool call as the gate sees it. */
 export interface GatedToolCall {
@@ -177,7 +168,7 @@ async function awaitApproval(
       // Each interrupt() returns one resume value; the next one without a value pauses the graph
       // again. Whatever was resumed with, only a fresh evaluation decides.
       while (isHeld(decision)) {
-        raiseInterrupt(interruptValue(decision, call));
+        raiseInterrupt(approvalRequestOf(decision, call));
         decision = await evaluate();
       }
       return decision;
@@ -206,94 +197,17 @@ async function awaitApproval(
   }
 }
 
-function interruptValue(decision: Decision, call: GatedToolCall): ApprovalInterrupt {
-  return {
-    type: 'gatehouse.approval_required',
-    approval_id: decision.approval!.id,
-    expires_at: decision.approval!.expires_at,
-    session_id: decision.session_id,
-    action: decision.action,
-    params: call.params,
-    decision_id: decision.decision_id,
-    reason: decision.reason,
-    ...(call.toolCallId === undefined ? {} : { tool_call_id: call.toolCallId }),
-  };
-}
-
-/** Longest `detail` sent with a failed outcome; the point is a hint, not a log. */
-const DETAIL_CHARS = 200;
-
-/** The first characters of an error's message (or of a text), for an outcome's `detail`. */
-function shortDetail(error: unknown): string {
-  const text =
-    error instanceof Error
-      ? `${error.name}: ${error.message}`
-      : typeof error === 'string'
-        ? error
-        : (JSON.stringify(error) ?? String(error));
-  return text.length > DETAIL_CHARS ? `${text.slice(0, DETAIL_CHARS - 1)}…` : text;
-}
-
 /** The text of a ToolMessage-like value (its `content`). */
 function toolMessageText(output: unknown): string {
   const content = (output as { content?: unknown } | null)?.content;
   return typeof content === 'string' ? content : (JSON.stringify(content) ?? '');
 }
 
-/**
- * The outcome reports of one face (the handler or the middleware). Each is started when its tool
- * returns and written while the agent goes on: a gated call waits for one Gatehouse call (the
- * decision), not two. A report that fails goes to `onError`, as when it was awaited; {@link flush}
- * waits for the reports still being written (before reading the history, or before exiting).
- */
-export class OutcomeReports {
-  readonly #options: GateOptions;
-  readonly #pending = new Set<Promise<void>>();
-
-  constructor(options: GateOptions) {
-    this.#options = options;
-  }
-
-  /** Starts recording what a tool returned: `failed` for an error ToolMessage, else `succeeded`. */
-  result(decisionId: string, output: unknown): void {
-    this.#start(decisionId, () =>
-      (output as { status?: unknown } | null)?.status === 'error'
-        ? { outcome: 'failed', detail: shortDetail(toolMessageText(output)) }
-        : { outcome: 'succeeded' },
-    );
-  }
-
-  /** Starts recording `failed` with the error's first words. */
-  error(decisionId: string, error: unknown): void {
-    this.#start(decisionId, () => ({ outcome: 'failed', detail: shortDetail(error) }));
-  }
-
-  /** Resolves once every report started so far (and any started meanwhile) is written or reported to `onError`. */
-  async flush(): Promise<void> {
-    while (this.#pending.size > 0) await Promise.all(this.#pending);
-  }
-
-  #start(decisionId: string, outcomeOf: () => OutcomeInput): void {
-    if (this.#options.recordOutcomes === false) return;
-    // Started on the next turn of the event loop: even the synchronous start of a write (input
-    // checks, the transaction's set-up) would otherwise run before the tool's result is handed on.
-    const report = new Promise<void>((resolve) => setImmediate(resolve)).then(() =>
-      this.#record(decisionId, outcomeOf),
-    );
-    this.#pending.add(report);
-    void report.then(() => this.#pending.delete(report));
-  }
-
-  /** Never rejects: nobody awaits it on the agent's side, so a failure can only go to `onError`. */
-  async #record(decisionId: string, outcomeOf: () => OutcomeInput): Promise<void> {
-    try {
-      await this.#options.backend.recordOutcome(decisionId, outcomeOf());
-    } catch (error) {
-      try {
-        this.#options.onError?.(error, { decisionId, stage: 'record_outcome' });
-      } catch {
-        // A failing error hook must not fail the agent either.
-      }
-    }
-  }
+/** Starts recording what a LangChain tool returned: `failed` for an error ToolMessage, else `succeeded`. */
+export function reportToolResult(outcomes: OutcomeReports, decisionId: string, output: unknown): void {
+  outcomes.record(decisionId, () =>
+    (output as { status?: unknown } | null)?.status === 'error'
+      ? { outcome: 'failed', detail: shortDetail(toolMessageText(output)) }
+      : { outcome: 'succeeded' },
+  );
 }

@@ -10,6 +10,7 @@ import {
   classify,
   type Decision,
   type HistoryPage,
+  KEY_SET_READ,
   maskValue,
   type RecordStateResult,
   type StateItem,
@@ -69,7 +70,11 @@ export function renderRecordState(result: RecordStateResult): string {
 /** `Block: <reason> (decision dec_…; keys budget.limit)` */
 export function renderDecision(decision: Decision): string {
   const keys = [...new Set(decision.reasons.flatMap((r) => r.keys))];
-  const shownKeys = keys.length > 0 ? keys : Object.keys(decision.state_versions);
+  // Items that existed: not the key-set entry, nor a key read while absent (version 0).
+  const existing = Object.entries(decision.state_versions).filter(
+    ([key, version]) => version > 0 && key !== KEY_SET_READ,
+  );
+  const shownKeys = keys.length > 0 ? keys : existing.map(([key]) => key);
   const suffix = shownKeys.length > 0 ? `; keys ${shownKeys.join(', ')}` : '';
   const lines = [`${decision.verdict}: ${decision.reason} (decision ${decision.decision_id}${suffix})`];
   if (decision.reasons.length > 1) {
@@ -78,7 +83,7 @@ export function renderDecision(decision: Decision): string {
   const approval = decision.approval;
   if (decision.verdict === 'Block' && approval?.status === 'pending') {
     lines.push(
-      `This action is HELD for approval ${approval.id} (expires ${approval.expires_at}). Do not perform it, and do not try other parameters to get around the hold: a person must approve exactly this action. Tell the user it awaits approval; call wait_for_approval with approval_id "${approval.id}" to wait for the decision.`,
+      `This action is HELD for approval ${approval.id} (expires ${approval.expires_at}). Do not perform it, and do not try other parameters to get around the hold: a person must approve exactly this action. Tell the user it awaits approval; call wait_for_approval with approval_id "${approval.id}" and the same session_id, action, params and context to wait for the decision.`,
     );
   } else if (decision.verdict === 'Block') {
     lines.push('Do not perform this action.');

@@ -236,7 +236,16 @@ CREATE INDEX events_by_type ON events (tenant_id, type, seq) WHERE type <> 'gate
 `,
   },
   {
-    // 7 is taken by the approval requesters table (another branch).
+    version: 7,
+    name: 'every requester of an approval',
+    // As SQLite's migration 8: every key that asked for a pending approval, as a JSON array in
+    // text (the first one is `requested_by`, all an older row knows).
+    sql: `
+ALTER TABLE approvals ADD COLUMN requesters text COLLATE "C" NOT NULL DEFAULT '[]';
+UPDATE approvals SET requesters = '["' || COALESCE(requested_by, 'in-process') || '"]';
+`,
+  },
+  {
     version: 8,
     name: HISTORY_FORMAT_2,
     sql:

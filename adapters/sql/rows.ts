@@ -2,18 +2,20 @@
  * Row ↔ record mapping shared by the SQL stores (SQLite and PostgreSQL keep the same columns:
  * text for JSON and ISO timestamps, integers for versions and counters).
  */
-import type {
-  Approval,
-  Conflict,
-  Delivery,
-  HistoryEvent,
-  SealedEvent,
-  StateItem,
-  StoredApiKey,
-  StoredEvent,
-  StoredWebhook,
+import {
+  type Approval,
+  type Conflict,
+  type Delivery,
+  eventValuesOf,
+  type HistoryEvent,
+  IN_PROCESS_CALLER,
+  openEventData,
+  type SealedEvent,
+  type StateItem,
+  type StoredApiKey,
+  type StoredEvent,
+  type StoredWebhook,
 } from '../../src/index.js';
-import { eventValuesOf, openEventData } from '../../src/index.js';
 
 /** A row as a driver returns it. */
 export type Row = Record<string, unknown>;
@@ -191,6 +193,15 @@ export function apiKeyValues(k: StoredApiKey): unknown[] {
   ];
 }
 
+/**
+ * The callers that asked for an approval. A row loaded from a dump made before the column
+ * existed has none: its one requester is then `requested_by`, as the migration fills it in.
+ */
+function requestersOf(r: Row): string[] {
+  const listed = r['requesters'] == null ? [] : json<string[]>(r['requesters']);
+  return listed.length > 0 ? listed : [strOrNull(r['requested_by']) ?? IN_PROCESS_CALLER];
+}
+
 /** An `approvals` row (what is not a column lives in `body`). */
 export function rowToApproval(r: Row): Approval {
   const body = json<
@@ -215,6 +226,7 @@ export function rowToApproval(r: Row): Approval {
     uses: num(r['uses']),
     uses_left: num(r['uses_left']),
     requested_by: strOrNull(r['requested_by']),
+    requesters: requestersOf(r),
     decision_id: str(r['decision_id']),
     created_at: str(r['created_at']),
     expires_at: str(r['expires_at']),

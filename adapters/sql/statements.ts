@@ -453,8 +453,8 @@ export const listDueApprovals = `SELECT * FROM approvals
 export function insertApproval(tenantId: string, a: Approval): Statement {
   return {
     sql: `INSERT INTO approvals (approval_id, tenant_id, session_id, action, digest, status, body, uses, uses_left,
-        requested_by, decision_id, created_at, expires_at, decided_by, decided_at, comment, updated_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        requested_by, requesters, decision_id, created_at, expires_at, decided_by, decided_at, comment, updated_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     args: [
       a.id,
       tenantId,
@@ -474,6 +474,7 @@ export function insertApproval(tenantId: string, a: Approval): Statement {
       a.uses,
       a.uses_left,
       a.requested_by,
+      JSON.stringify(a.requesters),
       a.decision_id,
       a.created_at,
       a.expires_at,
@@ -484,6 +485,16 @@ export function insertApproval(tenantId: string, a: Approval): Statement {
     ],
   };
 }
+
+export const getApprovalRequesters =
+  'SELECT requesters FROM approvals WHERE tenant_id = ? AND approval_id = ?';
+
+/**
+ * Replaces the requesters only while they are still the list that was read (compare-and-set):
+ * the JSON text is written by this code alone, so equal lists are equal text on both databases.
+ */
+export const setApprovalRequesters =
+  'UPDATE approvals SET requesters = ? WHERE tenant_id = ? AND approval_id = ? AND requesters = ?';
 
 /** A status change, applied only while the status is one of `change.from` (it reports 0 otherwise). */
 export function transitionApproval(

@@ -236,6 +236,19 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
       const q = sql.insertApproval(t, approval);
       await db.run(q.sql, q.args);
     },
+    async addApprovalRequester(t, id, requester) {
+      // Compare-and-set, retried when another transaction changed the list between the read and
+      // the write (the core holds the tenant's chain-head lock here, so it does not in practice).
+      for (;;) {
+        const row = await db.get(sql.getApprovalRequesters, [t, id]);
+        if (!row) return false;
+        const text = str(row['requesters']);
+        const listed = json<string[]>(text);
+        if (listed.includes(requester)) return false;
+        const next = JSON.stringify([...listed, requester]);
+        if ((await db.run(sql.setApprovalRequesters, [next, t, id, text])) > 0) return true;
+      }
+    },
     async transitionApproval(t, id, change) {
       const q = sql.transitionApproval(t, id, change);
       return (await db.run(q.sql, q.args)) > 0;

@@ -231,7 +231,17 @@ CREATE VIEW chain_heads AS SELECT tenant_id, max(seq) AS seq, hash FROM events G
 `,
   },
   {
-    // 8 is taken by the approval requesters table (another branch).
+    version: 8,
+    name: 'every requester of an approval',
+    // Self-approval is refused to every key that asked for a pending approval, not only the
+    // first: a JSON array of key IDs (`in-process` for an in-process call), the first one being
+    // `requested_by`, which is all an older row knows.
+    sql: `
+ALTER TABLE approvals ADD COLUMN requesters TEXT NOT NULL DEFAULT '[]';
+UPDATE approvals SET requesters = '["' || COALESCE(requested_by, 'in-process') || '"]';
+`,
+  },
+  {
     version: 9,
     name: HISTORY_FORMAT_2,
     // The values and salts of caller-supplied fields, beside the chain; erasure deletes them. No

@@ -10,8 +10,11 @@
  *   `-0` is `0`). It does not coerce types: `{"id": "7"}` and `{"id": 7}` are different actions,
  *   exactly as the policy's CEL sees them. Absent keys stay absent (Gatehouse knows no tool
  *   schema to fill defaults from);
- * - `state_versions`: the version of every state item the decision read (required keys and the
- *   keys its rules name), so a changed item, or an item that appears, breaks the binding;
+ * - `state_versions`: the version of every state item the decision read (`GateResult.stateVersions`):
+ *   required keys, keys its rules name, and every key its evaluation actually looked up, however
+ *   computed; a key read while absent as version 0, and after an enumeration of `state` every key
+ *   plus `"*"` (the number of items). So a changed item, an item that appears where the decision
+ *   saw none, or any new item after an enumeration breaks the binding;
  * - `policy_revision`: the content hash of the policy in force;
  * - `rules`: the names of the rules that held the action, so an approval for one rule never
  *   releases a hold by another.
@@ -32,7 +35,11 @@ export interface ApprovalBinding {
   rules: readonly string[];
 }
 
-/** The format version of the digest input: bumped if what it covers ever changes. */
+/**
+ * The format version of the digest input: bumped if its shape ever changes. (Recording more of
+ * the keys read in `state_versions` did not change it: an approval made before still matches
+ * exactly the evaluations whose reads its record covers.)
+ */
 const BINDING_VERSION = 1;
 
 /**

@@ -11,22 +11,29 @@ export const MAX_POLL_MS = 2000;
 
 /** Sleeps that a local decision cuts short. */
 export interface ApprovalWaiters {
-  /** Resolves after `ms`, or as soon as `notify(key)` is called. */
-  sleep(key: string, ms: number): Promise<void>;
+  /**
+   * Resolves after `ms`, as soon as `notify(key)` is called, or when `signal` aborts (the caller
+   * went away): the sleeper is removed either way.
+   */
+  sleep(key: string, ms: number, signal?: AbortSignal): Promise<void>;
   /** Wakes every sleeper on `key`. */
   notify(key: string): void;
+  /** Sleepers now, on every key. */
+  readonly sleeping: number;
 }
 
 /** Creates the waiters of one Gatehouse instance. */
 export function createApprovalWaiters(): ApprovalWaiters {
   const sleepers = new Map<string, Set<() => void>>();
   return {
-    sleep(key, ms) {
+    sleep(key, ms, signal) {
+      if (signal?.aborted) return Promise.resolve();
       return new Promise<void>((resolve) => {
         const set = sleepers.get(key) ?? new Set();
         sleepers.set(key, set);
         const wake = () => {
           clearTimeout(timer);
+          signal?.removeEventListener('abort', wake);
           set.delete(wake);
           if (set.size === 0 && sleepers.get(key) === set) sleepers.delete(key);
           resolve();
@@ -34,11 +41,17 @@ export function createApprovalWaiters(): ApprovalWaiters {
         // Unref'd: a waiting request must not keep a closing process alive.
         const timer = setTimeout(wake, Math.max(0, ms));
         timer.unref?.();
+        signal?.addEventListener('abort', wake, { once: true });
         set.add(wake);
       });
     },
     notify(key) {
       for (const wake of [...(sleepers.get(key) ?? [])]) wake();
+    },
+    get sleeping() {
+      let n = 0;
+      for (const set of sleepers.values()) n += set.size;
+      return n;
     },
   };
 }

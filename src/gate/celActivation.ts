@@ -89,8 +89,8 @@ export interface CelActivation {
 const celStates = new WeakMap<Record<string, StateView>, Record<string, CelStateItem>>();
 
 /**
- * Builds the CEL variables of one evaluation. Programs that iterate run on its
- * {@link meteredActivation} instead, within {@link CEL_COST_LIMIT}.
+ * Builds the CEL variables of one evaluation. Rules run on its `meteredActivation`, within
+ * `CEL_COST_LIMIT`.
  */
 export function createActivation(input: GateInput): CelActivation {
   return {

@@ -1,12 +1,14 @@
 /**
  * What a policy learns from a compiled expression's syntax tree: the string literals (state keys
- * it may read), whether it iterates, whether a `matches()` pattern is computed, how deep it nests
- * and which calls on literals to try at load.
+ * it may read), whether it reads a variable, whether a `matches()` pattern is computed, how deep
+ * it nests, whether its comprehensions can meet the evaluation budget, and which calls on literals
+ * to try at load.
  *
  * cel-js nodes are `{op, args, pos}`; a call is `op: 'call'` (`f(x)`, args `[name, [x]]`) or
  * `op: 'rcall'` (`x.f(y)`, args `[name, x, [y]]`), a literal `op: 'value'` with the value in `args`.
  */
 import { type ASTNode, serialize } from '@marcbachmann/cel-js';
+import { CostedAs } from './celCostLimit.js';
 
 interface CelAstNode {
   op: unknown;
@@ -141,14 +143,127 @@ function literalSource(node: CelAstNode): string {
 
 const COMPREHENSIONS = new Set(['all', 'exists', 'exists_one', 'map', 'filter']);
 
-/** True when the expression has a comprehension: the only way CEL repeats work. */
-export function hasComprehension(ast: ASTNode): boolean {
+/** Where a comprehension nest is refused, and why. */
+export interface CostlyComprehension {
+  readonly offset: number;
+  readonly message: string;
+}
+
+/**
+ * The first comprehension that cannot meet the evaluation budget: one nested more than
+ * `maxNesting` deep (in another's predicate or transform; `l.map(…).exists(…)` is a chain, not a
+ * nest), or a nest over list and map literals whose sizes multiply past `maxIterations`, which
+ * every evaluation pays unless an `exists` stops early. A list from caller data or a function
+ * counts as one element here: its size is known only at evaluation, where the budget applies.
+ * Recursive: the tree was first checked not to nest deeper than {@link findTooDeepNode} allows.
+ */
+export function findCostlyComprehension(
+  ast: ASTNode,
+  limits: { maxNesting: number; maxIterations: number },
+): CostlyComprehension | undefined {
+  const visit = (node: unknown, nesting: number, iterations: number): CostlyComprehension | undefined => {
+    if (Array.isArray(node)) {
+      for (const child of node) {
+        const found = visit(child, nesting, iterations);
+        if (found) return found;
+      }
+      return undefined;
+    }
+    if (!isAstNode(node)) return undefined;
+    const args = node.args as unknown[];
+    const macroArgs = node.op === 'rcall' ? args[2] : undefined;
+    if (
+      !COMPREHENSIONS.has(calledFunction(node) as string) ||
+      !Array.isArray(macroArgs) ||
+      macroArgs.length < 2
+    ) {
+      return visit(node.args, nesting, iterations);
+    }
+    const receiver = args[1];
+    const inReceiver = visit(receiver, nesting, iterations);
+    if (inReceiver) return inReceiver;
+    const depth = nesting + 1;
+    if (depth > limits.maxNesting) {
+      return {
+        offset: offsetOf(node),
+        message: `Comprehensions (all, exists, exists_one, map, filter) nest ${depth} deep here; at most ${limits.maxNesting} may nest, since each level multiplies the work`,
+      };
+    }
+    const total = iterations * literalSize(receiver);
+    if (total > limits.maxIterations) {
+      return {
+        offset: offsetOf(node),
+        message: `These nested comprehensions over literals iterate up to ${total.toLocaleString('en-US')} times on every evaluation, more than the evaluation cost limit (${limits.maxIterations.toLocaleString('en-US')}) allows`,
+      };
+    }
+    return visit(macroArgs, depth, total);
+  };
+  return visit(ast, 0, 1);
+}
+
+/** The element count of a list or map literal; 1 for anything else (unknown until evaluation). */
+function literalSize(node: unknown): number {
+  if (isAstNode(node) && (node.op === 'list' || node.op === 'map') && Array.isArray(node.args)) {
+    return node.args.length;
+  }
+  return 1;
+}
+
+/** Binary operators that go through their operands (deep equality, ordering, concatenation). */
+const SCANNING_OPERATORS = new Set(['==', '!=', '<', '<=', '>', '>=', '+']);
+
+/**
+ * The nodes whose values an evaluation must pay for beyond the operation itself, with their
+ * {@link CostedAs} flags: operands scanned by an operator or a function, comprehension ranges,
+ * the right side of `in`, the argument of `size()`, and what functions and `+` build. Field
+ * access, indexing, `has()`, `cel.bind()` and logic read a value without going through it.
+ */
+export function findCostedNodes(ast: ASTNode): [object, number][] {
+  const found: [object, number][] = [];
+  walkCelAst(ast, (node) => {
+    const args = node.args as unknown[];
+    if (typeof node.op === 'string' && SCANNING_OPERATORS.has(node.op)) {
+      for (const operand of args) if (isAstNode(operand)) found.push([operand, CostedAs.scanned]);
+      if (node.op === '+') found.push([node, CostedAs.built]);
+    } else if (node.op === 'in') {
+      if (isAstNode(args[0])) found.push([args[0], CostedAs.scanned]);
+      if (isAstNode(args[1])) found.push([args[1], CostedAs.membership]);
+    } else if (node.op === 'call' || node.op === 'rcall') {
+      const name = args[0];
+      const receiver = node.op === 'rcall' ? args[1] : undefined;
+      const callArgs = (node.op === 'rcall' ? args[2] : args[1]) as unknown[];
+      if (COMPREHENSIONS.has(name as string) && callArgs.length >= 2) {
+        if (isAstNode(receiver)) found.push([receiver, CostedAs.range]);
+        if (name === 'map' || name === 'filter') found.push([node, CostedAs.built]);
+      } else if (name === 'size') {
+        for (const operand of [receiver, ...callArgs])
+          if (isAstNode(operand)) found.push([operand, CostedAs.sized]);
+      } else if (!(name === 'has' && node.op === 'call') && !(name === 'bind' && isCelNamespace(receiver))) {
+        for (const operand of [receiver, ...callArgs])
+          if (isAstNode(operand)) found.push([operand, CostedAs.scanned]);
+        found.push([node, CostedAs.built]);
+      }
+    }
+    return true;
+  });
+  return found;
+}
+
+/**
+ * True when the expression names the variable `name`. A comprehension variable of that name
+ * counts too: an overestimate, which only costs the caller a read it did not need to watch.
+ */
+export function readsVariable(ast: ASTNode, name: string): boolean {
   let found = false;
   walkCelAst(ast, (node) => {
-    found = COMPREHENSIONS.has(calledFunction(node) as string);
+    found = node.op === 'id' && node.args === name;
     return !found;
   });
   return found;
+}
+
+function isCelNamespace(node: unknown): boolean {
+  return isAstNode(node) && node.op === 'id' && node.args === 'cel';
 }
 
 /** Every string literal in the expression, once each, in source order. */

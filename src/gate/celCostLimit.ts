@@ -1,31 +1,80 @@
 /**
- * The work budget of one CEL evaluation: lists and maps from callers are read through proxies
- * that count what a rule visits, so a nested comprehension over a large input fails closed
- * instead of blocking the event loop.
+ * The work budget of one CEL evaluation, so that no rule can stall the process: every operation
+ * is charged, and so is the size of what it scans or builds; an evaluation that has spent
+ * {@link CEL_COST_LIMIT} fails closed.
+ *
+ * What costs one unit:
+ * - each operation evaluated (a node of the expression: a literal, a variable, `+`, a call…), so
+ *   every iteration of every comprehension pays, whatever its list came from (caller data, a
+ *   literal, `split()`, another comprehension's result), and every element of a list literal;
+ * - each element or map entry in a comprehension's range, before it runs;
+ * - each element, map entry and 64 characters (or bytes) of string, all the way down, in every
+ *   value an operation scans: operands of `==`, `!=`, `<`…, `+`, of `in` when it is a list, and
+ *   every function argument (`contains()`, `matches()`, `join()`, `split()`…); `size()` of a
+ *   string or map;
+ * - each element or 64 characters of every list or string a function or `+` yields (it was built).
+ *
+ * Reading a variable, a field or an element costs one unit whatever its size: only what an
+ * operation goes through is charged, so `params.items.exists(i, i.sku == params.sku)` over the
+ * largest params stays linear, while `x in list` in a loop pays for the list each time.
+ *
+ * How: cel-js evaluates every node through its evaluator's `run` (a comprehension calls it once
+ * per iteration), which a documented custom macro hands over once; {@link installCostMeter}
+ * wraps it, and compiling an expression marks its nodes whose values are scanned or built
+ * ({@link markCostedNodes}).
  */
+import type { Environment } from '@marcbachmann/cel-js';
 import type { CelActivation } from './celActivation.js';
 
 /**
- * The most list elements and map entries one evaluation may visit, over all its rules and
- * message placeholders. CEL has no loops, but comprehensions nest: with `params` up to 16 KiB
- * (some 8,000 list elements), `params.items.exists(a, params.items.exists(b, …))` is 64 million
- * steps, half a minute of a blocked event loop, and one more level is hours. The budget stops
- * that after about 100 ms; a rule that runs out fails closed (`policy_error`, its `on_error`
- * verdict). Linear rules over the largest inputs use a tenth of it.
+ * The most units (see the module) one evaluation may spend, over all its rules and message
+ * placeholders. Without it, CEL's comprehensions nest: `params.items.exists(a,
+ * params.items.exists(b, …))` over 16 KiB of params is 64 million steps (half a minute), one
+ * more level or a list literal nested four deep is hours. Spent by the costliest rules of `node
+ * bench/cel-cost.js`, it held one core of a shared 2-core machine for 12 to 60 ms; a rule that
+ * runs out fails closed (`policy_error`, its `on_error` verdict). A linear rule over the largest
+ * params (8,000 elements) uses a tenth of it (3 ms there).
  */
-export const CEL_COST_LIMIT = 100_000;
+export const CEL_COST_LIMIT = 500_000;
 
 /** Thrown (inside CEL) when an evaluation has used up {@link CEL_COST_LIMIT}. */
 export class CelCostLimitError extends Error {
   constructor() {
     super(
-      `evaluation cost limit exceeded (more than ${CEL_COST_LIMIT} list elements and map entries visited)`,
+      `evaluation cost limit exceeded (more than ${CEL_COST_LIMIT} units: operations, and the elements, entries and 64-character pieces of string they scan or build)`,
     );
     this.name = 'CelCostLimitError';
   }
 }
 
-/** Counts what an evaluation visits; see {@link CEL_COST_LIMIT}. */
+/** Characters (or bytes) of a string per unit. */
+const CHARS_PER_UNIT = 64;
+
+/** What a node's value costs besides its evaluation (bit flags, see {@link markCostedNodes}). */
+export const CostedAs = {
+  /** Yielded by a function or `+`: a list pays its length, a string or bytes its size. */
+  built: 1,
+  /** Scanned by the operation that reads it: its whole size. */
+  scanned: 2,
+  /** A comprehension's range: its element (or key) count. */
+  range: 4,
+  /** The right side of `in`: its whole size when it is a list (a map is one lookup). */
+  membership: 8,
+  /** The argument of `size()`: a string's or map's size (a list knows its length). */
+  sized: 16,
+} as const;
+
+const costedNodes = new WeakMap<object, number>();
+
+/**
+ * Records what the values of these nodes cost (their {@link CostedAs} flags), for every
+ * evaluation of the expression they belong to.
+ */
+export function markCostedNodes(nodes: Iterable<readonly [object, number]>): void {
+  for (const [node, flags] of nodes) costedNodes.set(node, (costedNodes.get(node) ?? 0) | flags);
+}
+
+/** Counts what an evaluation does; see {@link CEL_COST_LIMIT}. */
 class CostMeter {
   #left = CEL_COST_LIMIT;
 
@@ -43,85 +92,167 @@ class CostMeter {
   get exhausted(): boolean {
     return this.#left < 0;
   }
+
+  /** Charges what a node's value costs, by its {@link CostedAs} flags. */
+  chargeValue(flags: number, value: unknown): void {
+    // Most marked values are numbers, bools and short strings: nothing to charge.
+    if (typeof value !== 'object' && (typeof value !== 'string' || value.length < CHARS_PER_UNIT)) return;
+    let units = 0;
+    if (flags & CostedAs.built) units += shallowSize(value);
+    if (flags & CostedAs.range) units += entryCount(value);
+    if (flags & CostedAs.sized && !Array.isArray(value)) units += shallowSize(value) + entryCount(value);
+    if (flags & CostedAs.scanned || (flags & CostedAs.membership && Array.isArray(value))) {
+      units += deepSize(value, this.#left);
+    }
+    if (units > 0) this.charge(units);
+  }
 }
 
-const meters = new WeakMap<object, CostMeter>();
-const meteredViews = new WeakMap<CelActivation, CelActivation>();
+/** A string's or bytes' units, a list's length; 0 for anything else. */
+function shallowSize(value: unknown): number {
+  if (typeof value === 'string') return Math.floor(value.length / CHARS_PER_UNIT);
+  if (Array.isArray(value)) return value.length;
+  if (value instanceof Uint8Array) return Math.floor(value.length / CHARS_PER_UNIT);
+  return 0;
+}
+
+/** A list's elements or a map's keys; 0 for anything else. */
+function entryCount(value: unknown): number {
+  if (Array.isArray(value)) return value.length;
+  if (value instanceof Map) return value.size;
+  if (typeof value !== 'object' || value === null || value instanceof Uint8Array) return 0;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null ? Object.keys(value).length : 0;
+}
+
+/**
+ * The units of a value all the way down (elements, entries, strings), counted no further than
+ * `cap` (the caller cannot pay more), so that measuring never costs more than the budget left.
+ */
+function deepSize(value: unknown, cap: number): number {
+  if (typeof value !== 'object' || value === null) return shallowSize(value);
+  let units = 0;
+  const pending: unknown[] = [value];
+  while (pending.length > 0 && units <= cap) {
+    const next = pending.pop();
+    if (typeof next === 'string' || next instanceof Uint8Array) {
+      units += shallowSize(next);
+    } else if (Array.isArray(next)) {
+      units += next.length;
+      for (const element of next)
+        if (typeof element === 'object' || typeof element === 'string') pending.push(element);
+    } else if (next instanceof Map) {
+      units += next.size;
+      for (const element of next.values()) pending.push(element);
+    } else if (typeof next === 'object' && next !== null) {
+      const proto = Object.getPrototypeOf(next);
+      if (proto !== Object.prototype && proto !== null) continue;
+      for (const key in next) {
+        units += 1;
+        pending.push((next as Record<string, unknown>)[key]);
+      }
+    }
+  }
+  return units;
+}
+
+/** An evaluation's variables, with the budget they are evaluated within. */
+class MeteredView implements CelActivation {
+  readonly meter = new CostMeter();
+  readonly action: string;
+  readonly params: CelActivation['params'];
+  readonly context: CelActivation['context'];
+  readonly state: CelActivation['state'];
+  readonly conflicts: CelActivation['conflicts'];
+  readonly now: Date;
+
+  constructor(plain: CelActivation) {
+    this.action = plain.action;
+    this.params = plain.params;
+    this.context = plain.context;
+    this.state = plain.state;
+    this.conflicts = plain.conflicts;
+    this.now = plain.now;
+  }
+}
+
+/** The metered view of a plain activation, kept on it: one view and one budget per evaluation. */
+const VIEW = Symbol('metered view');
 
 /** True when the evaluation behind `activation` ran out of budget (its results are void). */
 export function celCostExceeded(activation: CelActivation): boolean {
-  return meters.get(activation)?.exhausted ?? false;
+  return activation instanceof MeteredView && activation.meter.exhausted;
 }
 
 /**
- * The metered view of an evaluation's variables, for programs that iterate ({@link
- * CelProgram.iterates}); one view and one budget per evaluation, made on first use. Programs
- * without a comprehension do bounded work (each operation runs once) and read the plain variables.
+ * The metered view of an evaluation's variables: one view and one budget per evaluation, made on
+ * first use. Every rule and message placeholder of the evaluation runs on it.
  */
 export function meteredActivation(activation: CelActivation): CelActivation {
-  let view = meteredViews.get(activation);
-  if (view === undefined) {
-    const meter = new CostMeter();
-    const wrap = metered(meter);
-    view = {
-      ...activation,
-      params: wrap(activation.params),
-      context: wrap(activation.context),
-      state: wrap(activation.state),
-      conflicts: wrap(activation.conflicts),
-    };
-    meters.set(view, meter);
-    meteredViews.set(activation, view);
-  }
-  return view;
+  if (activation instanceof MeteredView) return activation;
+  const holder = activation as CelActivation & { [VIEW]?: MeteredView };
+  holder[VIEW] ??= new MeteredView(activation);
+  return holder[VIEW];
 }
 
-const isIndex = (prop: string | symbol): boolean => {
-  if (typeof prop !== 'string' || prop.length === 0) return false;
-  const c = prop.charCodeAt(0);
-  return c >= 48 && c <= 57;
-};
+/** The meter of the evaluation running now (evaluation is synchronous: one at a time). */
+let running: CostMeter | undefined;
 
 /**
- * Wraps caller data so that every list element read and every map key enumeration is charged to
- * `meter`. Lazy: a nested object is wrapped when it is read, once per evaluation. Only arrays and
- * plain (or null-prototype) objects are wrapped; the state item and conflict classes are not.
+ * Runs `evaluate` charging its operations to the budget of `activation` (a view from
+ * {@link meteredActivation}; any other activation runs unmetered, as the load-time checks do).
  */
-function metered(meter: CostMeter): <T>(value: T) => T {
-  const proxies = new WeakMap<object, object>();
-  const wrap = <T>(value: T): T => {
-    if (value === null || typeof value !== 'object') return value;
-    const isArray = Array.isArray(value);
-    if (!isArray) {
-      const proto = Object.getPrototypeOf(value);
-      if (proto !== Object.prototype && proto !== null) return value;
-    }
-    let proxy = proxies.get(value);
-    if (proxy === undefined) {
-      proxy = isArray
-        ? new Proxy(value as unknown[], listHandler)
-        : new Proxy(value as Record<string, unknown>, mapHandler);
-      proxies.set(value, proxy);
-    }
-    return proxy as T;
-  };
-  const listHandler: ProxyHandler<unknown[]> = {
-    get(target, prop, receiver) {
-      if (!isIndex(prop)) return Reflect.get(target, prop, receiver);
-      meter.charge(1);
-      return wrap(Reflect.get(target, prop, receiver));
+export function runMetered<T>(activation: CelActivation, evaluate: () => T): T {
+  if (!(activation instanceof MeteredView)) return evaluate();
+  const meter = activation.meter;
+  const outer = running;
+  running = meter;
+  try {
+    meter.check();
+    return evaluate();
+  } finally {
+    running = outer;
+  }
+}
+
+/** What cel-js hands a custom macro: its evaluator (documented: `evaluator.run(ast, ctx)`) and checker. */
+interface CelEvaluator {
+  run(ast: unknown, ctx: unknown): unknown;
+}
+interface CelChecker {
+  check(ast: unknown, ctx: unknown): unknown;
+}
+
+/** The macro that hands over the evaluator; refused in a policy (it is no function of the policy language). */
+const PROBE = 'gatehouse_cost_probe';
+
+/**
+ * Makes every evaluation of `environment` that runs within {@link runMetered} pay for each
+ * operation and for what its marked nodes yield. Called once, when the environment is built.
+ */
+export function installCostMeter(environment: Environment): void {
+  let evaluator: CelEvaluator | undefined;
+  environment.registerFunction(`${PROBE}(ast): bool`, ({ args }: { args: unknown[] }) => ({
+    argument: args[0],
+    typeCheck(checker: CelChecker, macro: { argument: unknown }, ctx: unknown) {
+      if (evaluator !== undefined) throw new Error(`Unknown function: ${PROBE}`);
+      return checker.check(macro.argument, ctx);
     },
-  };
-  const mapHandler: ProxyHandler<Record<string, unknown>> = {
-    get(target, prop, receiver) {
-      return wrap(Reflect.get(target, prop, receiver));
+    evaluate(given: CelEvaluator, macro: { argument: unknown }, ctx: unknown) {
+      evaluator ??= given;
+      return given.run(macro.argument, ctx);
     },
-    ownKeys(target) {
-      meter.check();
-      const keys = Reflect.ownKeys(target);
-      meter.charge(keys.length);
-      return keys;
-    },
+  }));
+  environment.evaluate(`${PROBE}(true)`);
+  if (evaluator === undefined) throw new Error('cel-js did not hand its evaluator to a macro');
+  const run = evaluator.run;
+  evaluator.run = function meteredRun(this: CelEvaluator, ast, ctx) {
+    const meter = running;
+    if (meter === undefined) return run.call(this, ast, ctx);
+    meter.charge(1);
+    const value = run.call(this, ast, ctx);
+    const flags = costedNodes.get(ast as object);
+    if (flags !== undefined) meter.chargeValue(flags, value);
+    return value;
   };
-  return wrap;
 }

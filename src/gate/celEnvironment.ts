@@ -9,10 +9,24 @@
  * `action + 1` fails at load, with a source range), where @bufbuild/cel 0.6 exports no checker
  * and needs protobuf Timestamp messages for `now`.
  */
-import { Environment } from '@marcbachmann/cel-js';
+import { Environment, type Limits } from '@marcbachmann/cel-js';
 import { CelConflict, CelStateItem } from './celActivation.js';
+import { installCostMeter } from './celCostLimit.js';
 
 const TIMESTAMP = 'google.protobuf.Timestamp';
+
+/**
+ * What the parser refuses, at load: a list literal of more than 1,000 elements (or a map literal
+ * of more entries), and the like. cel-js's defaults, stated here because they are part of the
+ * policy language: each literal element is work on every evaluation, within its budget.
+ */
+export const CEL_PARSER_LIMITS: Readonly<Limits> = {
+  maxAstNodes: 100_000,
+  maxDepth: 250,
+  maxListElements: 1000,
+  maxMapEntries: 1000,
+  maxCallArguments: 32,
+};
 
 let sharedEnvironment: Environment | undefined;
 
@@ -20,10 +34,12 @@ let sharedEnvironment: Environment | undefined;
  * The CEL environment shared by every policy: built once, since building one is costly. It
  * declares what a rule can use: the `gatehouse.*` types, the variables and (with
  * `.registerFunction(signature, implementation)`) any function of the policy language beyond CEL's
- * standard ones; a declared function is type-checked at policy load like the rest.
+ * standard ones; a declared function is type-checked at policy load like the rest. Every
+ * evaluation through it is metered (see `installCostMeter`).
  */
 export function celEnvironment(): Environment {
-  sharedEnvironment ??= new Environment()
+  if (sharedEnvironment) return sharedEnvironment;
+  sharedEnvironment = new Environment({ limits: CEL_PARSER_LIMITS })
     .registerType('gatehouse.StateItem', {
       ctor: CelStateItem,
       fields: {
@@ -55,5 +71,6 @@ export function celEnvironment(): Environment {
     .registerVariable('state', 'map<string, gatehouse.StateItem>', { description: 'State by key' })
     .registerVariable('conflicts', 'list<gatehouse.Conflict>', { description: 'Unresolved conflicts' })
     .registerVariable('now', TIMESTAMP, { description: 'The evaluation time' });
+  installCostMeter(sharedEnvironment);
   return sharedEnvironment;
 }

@@ -2,17 +2,22 @@
  * Compiling a CEL expression of a policy: parse, type-check against the gate's environment, and
  * the checks of our own (a condition yields a bool, `matches()` patterns are literals, and valid
  * ones, as are `timestamp()` and `duration()` literals; the tree nests at most
- * {@link MAX_CEL_DEPTH} deep).
+ * {@link MAX_CEL_DEPTH} deep; comprehensions nest at most {@link MAX_COMPREHENSION_NESTING} deep
+ * and can meet the evaluation budget). Programs run within the evaluation's cost budget
+ * ({@link CEL_COST_LIMIT}).
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import type { CelActivation } from './celActivation.js';
 import {
   collectStringLiterals,
+  findCostedNodes,
+  findCostlyComprehension,
   findDynamicPattern,
   findLiteralCalls,
   findTooDeepNode,
-  hasComprehension,
+  readsVariable,
 } from './celAstChecks.js';
+import { CEL_COST_LIMIT, markCostedNodes, runMetered } from './celCostLimit.js';
 import { celEnvironment } from './celEnvironment.js';
 import { celErrorSummary } from './celMessages.js';
 
@@ -23,6 +28,13 @@ import { celErrorSummary } from './celMessages.js';
  */
 const MAX_CEL_DEPTH = 200;
 
+/**
+ * How deep comprehensions may nest (`a.exists(x, b.exists(y, c.exists(z, …)))` is 3). Each level
+ * multiplies the work; the budget stops a nest at evaluation, but one deeper than this is refused
+ * at load: no policy needs it, and it could only ever spend the budget.
+ */
+export const MAX_COMPREHENSION_NESTING = 3;
+
 /** A compiled CEL expression. */
 export interface CelProgram {
   /** The expression's text. */
@@ -30,11 +42,15 @@ export interface CelProgram {
   /** Every string literal in the expression (candidates for state keys read). */
   readonly stringLiterals: readonly string[];
   /**
-   * True when the expression has a comprehension (`all`, `exists`, `exists_one`, `map`,
-   * `filter`): the only way CEL repeats work, so the only programs run on a metered activation.
+   * Evaluates the expression; throws on evaluation errors. On a metered activation (see
+   * `meteredActivation`), its work is charged to that evaluation's budget and throws
+   * `CelCostLimitError` once the budget is spent.
    */
-  readonly iterates: boolean;
-  /** Evaluates the expression; throws on evaluation errors. */
+  /**
+   * True when the expression names `state`: only such programs can read state items, so only
+   * their evaluations watch which items they read (see `stateReads.ts`).
+   */
+  readonly readsState: boolean;
   run(activation: CelActivation): unknown;
 }
 
@@ -52,6 +68,8 @@ export function compileCel(source: string, options: { bool: boolean }): CelCompi
   try {
     parsed = celEnvironment().parse(source);
   } catch (error) {
+    const limit = limitMessage(error);
+    if (limit !== undefined) return { ok: false, message: limit, offset: errorOffset(error) };
     return { ok: false, message: `CEL syntax error: ${celErrorSummary(error)}`, offset: errorOffset(error) };
   }
   const tooDeep = findTooDeepNode(parsed.ast, MAX_CEL_DEPTH);
@@ -85,6 +103,11 @@ export function compileCel(source: string, options: { bool: boolean }): CelCompi
       offset: dynamicPattern,
     };
   }
+  const costly = findCostlyComprehension(parsed.ast, {
+    maxNesting: MAX_COMPREHENSION_NESTING,
+    maxIterations: CEL_COST_LIMIT,
+  });
+  if (costly !== undefined) return { ok: false, message: costly.message, offset: costly.offset };
   for (const call of findLiteralCalls(parsed.ast)) {
     try {
       celEnvironment().evaluate(call.expression);
@@ -96,15 +119,31 @@ export function compileCel(source: string, options: { bool: boolean }): CelCompi
       };
     }
   }
+  markCostedNodes(findCostedNodes(parsed.ast));
   return {
     ok: true,
     program: {
       source,
       stringLiterals: collectStringLiterals(parsed.ast),
-      iterates: hasComprehension(parsed.ast),
-      run: parsed,
+      readsState: readsVariable(parsed.ast, 'state'),
+      run: (activation) => runMetered(activation, () => parsed(activation)),
     },
   };
+}
+
+const LIMIT_MESSAGES: Record<string, (limit: string) => string> = {
+  maxListElements: (n) => `A list literal may have at most ${n} elements`,
+  maxMapEntries: (n) => `A map literal may have at most ${n} entries`,
+  maxAstNodes: (n) => `An expression may have at most ${n} operations and values`,
+  maxDepth: (n) => `The expression nests too deeply (at most ${n} levels)`,
+  maxCallArguments: (n) => `A call may have at most ${n} arguments`,
+};
+
+/** A parser limit (see `CEL_PARSER_LIMITS`) said in the policy's terms, or undefined for other errors. */
+function limitMessage(error: unknown): string | undefined {
+  const match = /^Exceeded (\w+) \((\d+)\)/.exec(celErrorSummary(error));
+  const say = match ? LIMIT_MESSAGES[match[1]!] : undefined;
+  return say?.(match![2]!);
 }
 
 /** The 0-based offset of a CEL error in the expression's text (0 when it has none). */

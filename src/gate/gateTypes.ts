@@ -89,8 +89,14 @@ export interface GateResult {
   reasons: GateReason[];
   /** Objections from rules in `mode: shadow`: recorded, never enforced. */
   shadow: GateReason[];
-  /** State keys the decision read (sorted, unique): see {@link CompiledPolicy.evaluate}. */
+  /** State keys the decision read, present or absent (sorted, unique): see {@link CompiledPolicy.evaluate}. */
   keysRead: string[];
+  /**
+   * The version of every key in `keysRead`, 0 for a key read while absent; plus `'*'` (the number
+   * of items) when a rule read the whole key set (`exists`, `all`, `map`, `filter`, `size()` over
+   * `state`). A decision's `state_versions`, and what an approval is bound to.
+   */
+  stateVersions: Record<string, number>;
   /** Present when this Block may be held for a person's approval instead. */
   hold?: ApprovalHold;
 }
@@ -124,9 +130,11 @@ export interface CompiledPolicy {
    * Decides one action. Synchronous and allocation-light; never throws because of a rule
    * (a rule that fails gives its `on_error` verdict: fail closed).
    *
-   * `keysRead` holds the required keys of the matching entries plus the state keys that appear
-   * as string literals in the evaluated rules (conditions and message placeholders) and exist
-   * in `input.state`.
+   * `keysRead` holds the required keys of the matching entries, the state keys that appear as
+   * string literals in the evaluated rules (conditions and message placeholders) and exist in
+   * `input.state`, and every key the evaluation actually looked up (however it was computed,
+   * present or not; a name that is no canonical key is left out); after an enumeration of
+   * `state`, every key of it.
    */
   evaluate(input: GateInput): GateResult;
 }

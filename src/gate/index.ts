@@ -18,4 +18,5 @@ export type {
 } from './gateTypes.js';
 export { loadPolicyFile } from './loadPolicy.js';
 export { DEFAULT_TYPES } from './policySchema.js';
+export { KEY_SET_READ } from './stateReads.js';
 export { conflictViewOf, gateStateOf, stateViewOf } from './stateView.js';

@@ -46,11 +46,13 @@
  *
  * ## Matching actions
  * Every `actions` entry whose pattern matches the action applies (exact names and globs alike,
- * in file order), plus the global `rules`. Patterns are picomatch globs over `.`-separated
- * segments (`/` also separates): `*` matches exactly one segment (`payments.*` matches
- * `payments.refund`, not `payments.refund.bulk`), `**` any number of segments including none
- * (`payments.**` matches `payments`, `payments.refund` and `payments.refund.bulk`), `?` one
- * character, `{refund,transfer}` alternatives, a leading `!` negates. When no entry matches,
+ * in file order), plus the global `rules`. Patterns are globs over `.`-separated segments (`/`
+ * also separates): `*` matches within one segment (`payments.*` matches `payments.refund`, not
+ * `payments.refund.bulk`), `**` any number of segments including none (`payments.**` matches
+ * `payments`, `payments.refund` and `payments.refund.bulk`), `?` one character,
+ * `{refund,transfer}` alternatives (at most 64 once expanded), a leading `!` negates. Character
+ * classes, groups and backslash escapes are refused. Matching takes time proportional to the
+ * pattern's length times the action's, whatever the pattern. When no entry matches,
  * `default_verdict` decides (a reason with rule `default_verdict` when it is not Allow).
  *
  * ## Built-in checks (for each `requires` entry of a matching entry)

@@ -57,7 +57,11 @@ export interface ActivePolicies {
     policy: CompiledPolicy,
     options: { by: string; expected: string },
   ): Promise<Activation>;
-  /** A compiled revision of the tenant (cached). @throws {GatehouseError} `not_found` */
+  /**
+   * A compiled revision of the tenant (cached per tenant), or the base.
+   * @throws {GatehouseError} `not_found` for a revision the tenant never stored, also when
+   *   another tenant did
+   */
   compiled(tenantId: string, revision: string): Promise<CompiledPolicy>;
   /** Forgets what was synced with the base: call after the base changed. */
   baseChanged(): void;
@@ -69,8 +73,12 @@ interface TenantEntry {
   checkedAt: number;
 }
 
-/** Compiled revisions kept across tenants; policies are small, but there may be many tenants. */
-const COMPILED_CACHE_LIMIT = 64;
+/**
+ * Compiled revisions kept per tenant besides its active one (replays of older revisions), least
+ * recently used dropped first. Per tenant, so that a lookup never finds another tenant's revision
+ * and one tenant's replays never evict another's compiled policies.
+ */
+const COMPILED_PER_TENANT = 8;
 
 /** Creates the per-tenant policy tracker of one instance. */
 export function createActivePolicies(options: ActivePoliciesOptions): ActivePolicies {
@@ -79,23 +87,42 @@ export function createActivePolicies(options: ActivePoliciesOptions): ActivePoli
   const nowMs = options.nowMs ?? (() => performance.now());
   const tenants = new Map<string, TenantEntry>();
   const inFlight = new Map<string, Promise<CompiledPolicy>>();
-  const compiledByRevision = new Map<string, CompiledPolicy>();
+  // Tenant → revision → compiled policy, each map in least-recently-used order.
+  const compiledByTenant = new Map<string, Map<string, CompiledPolicy>>();
   // Tenants whose pointer was compared with the current base since it last changed.
   let syncedWithBase = new Set<string>();
 
-  function remember(policy: CompiledPolicy): void {
-    if (compiledByRevision.has(policy.revision)) return;
-    if (compiledByRevision.size >= COMPILED_CACHE_LIMIT) {
-      compiledByRevision.delete(compiledByRevision.keys().next().value!);
+  function remember(tenantId: string, policy: CompiledPolicy): void {
+    let revisions = compiledByTenant.get(tenantId);
+    if (revisions === undefined) {
+      revisions = new Map();
+      compiledByTenant.set(tenantId, revisions);
     }
-    compiledByRevision.set(policy.revision, policy);
+    revisions.delete(policy.revision);
+    revisions.set(policy.revision, policy);
+    if (revisions.size > COMPILED_PER_TENANT) revisions.delete(revisions.keys().next().value!);
+  }
+
+  function cachedRevision(tenantId: string, revision: string): CompiledPolicy | undefined {
+    // The active policy first: it stays compiled however many other revisions are replayed.
+    const active = tenants.get(tenantId)?.policy;
+    if (active?.revision === revision) return active;
+    const revisions = compiledByTenant.get(tenantId);
+    const policy = revisions?.get(revision);
+    if (policy !== undefined) {
+      revisions!.delete(revision);
+      revisions!.set(revision, policy);
+    }
+    return policy;
   }
 
   async function compiled(tenantId: string, revision: string): Promise<CompiledPolicy> {
+    // The base applies to every tenant that has not activated another revision: no tenant's secret.
     const b = base();
     if (revision === b.revision) return b;
-    const cached = compiledByRevision.get(revision);
+    const cached = cachedRevision(tenantId, revision);
     if (cached) return cached;
+    // Only the tenant's own stored revision: another tenant's is not found, like one that never was.
     const row = await store.getPolicyRevision(tenantId, revision);
     if (!row) throw new GatehouseError('not_found', `Policy revision '${revision}' was not found.`);
     // Stored revisions were valid when activated, but a later version of Gatehouse may check more
@@ -109,7 +136,7 @@ export function createActivePolicies(options: ActivePoliciesOptions): ActivePoli
         `Policy revision ${revision.slice(0, 12)} no longer loads, so this tenant's actions cannot be evaluated; activate a corrected policy (PUT /v1/policy, or gatehouse policy history to find its source). ${(error as Error).message}`,
       );
     }
-    remember(policy);
+    remember(tenantId, policy);
     return policy;
   }
 
@@ -211,7 +238,7 @@ export function createActivePolicies(options: ActivePoliciesOptions): ActivePoli
         const written = await write(tx, tenantId, policy, { by, baseRevision, previous: pointer });
         return { pointer: written, changed: true };
       });
-      remember(policy);
+      remember(tenantId, policy);
       if (origin !== undefined) syncedWithBase.add(tenantId);
       tenants.set(tenantId, { policy, pointer: result.pointer, checkedAt: nowMs() });
       return { policy, ...result };

@@ -176,7 +176,13 @@ export const ReplayReportSchema = z.object({
     .number()
     .int()
     .nullable()
-    .describe('Set when `limit` stopped the replay: pass it as `after_seq` to continue.'),
+    .describe('Set when `limit` or the time budget stopped the replay: pass it as `after_seq` to continue.'),
+  stopped_by: z
+    .enum(['limit', 'time_budget'])
+    .nullable()
+    .describe(
+      'Why the replay stopped before the end of the history: `limit`, or `time_budget` (one call runs at most 20 s); null when it reached the end.',
+    ),
   event_id: z.string().nullable().describe('The `policy.replayed` event that records this replay.'),
 });
 export type ReplayReport = z.infer<typeof ReplayReportSchema>;

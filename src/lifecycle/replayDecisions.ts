@@ -6,7 +6,12 @@
  * Sessions are rebuilt on demand from their stored versions and conflicts plus their own events
  * before the decision, then moved forward by the pass; a bounded cache holds them, so memory
  * stays flat however many decisions are replayed. Nothing is written here.
+ *
+ * The pass runs in slices that yield to the event loop, within a time budget (then it stops as
+ * `limit` stops it, saying where to continue), and ends when its `signal` aborts (see
+ * {@link ReplayPacer}).
  */
+import { GatehouseError } from '../errors.js';
 import { compileActionPattern } from '../gate/actionMatcher.js';
 import type { CompiledPolicy, GateReason, Verdict } from '../gate/gateTypes.js';
 import { isErased } from '../history/commitments.js';
@@ -15,6 +20,7 @@ import { maskSecrets } from '../state/maskSecrets.js';
 import type { StoredEvent, StoreReader } from '../store.js';
 import type { ReplayReport } from './lifecycleSchemas.js';
 import { withRecordedApproval } from './replayApprovals.js';
+import { ReplayPacer } from './replayPacer.js';
 import { type DecisionOutcome, firedRules, type ReplayComparison, ReplayTally } from './replayReport.js';
 import { SessionTimeline } from './sessionTimeline.js';
 
@@ -49,6 +55,19 @@ export interface ReplayDecisionsOptions {
   cacheRows?: number;
   /** Called for every replayed decision (tests compare every field; benchmarks count). */
   onDecision?: (replayed: ReplayedDecision) => void;
+  /**
+   * Stops the replay: it rejects with the signal's reason (an `AbortError`), and reports nothing.
+   * The HTTP face aborts it when the client disconnects.
+   */
+  signal?: AbortSignal | undefined;
+  /**
+   * Past this much time the replay stops after the decision in hand (at least one is replayed),
+   * with `stopped_by: 'time_budget'` and `next_after_seq` to continue.
+   * @default REPLAY_TIME_BUDGET_MS (20 s)
+   */
+  timeBudgetMs?: number | undefined;
+  /** A monotonic clock in milliseconds, for the slices and the budget. @default performance.now */
+  timer?: (() => number) | undefined;
 }
 
 /** One replayed decision, as {@link ReplayDecisionsOptions.onDecision} sees it. */
@@ -68,9 +87,10 @@ export async function replayDecisions(
   options: ReplayDecisionsOptions,
 ): Promise<Omit<ReplayReport, 'event_id'>> {
   const { store, tenantId, candidate } = options;
+  const pacer = new ReplayPacer(options);
   const examples = options.examples ?? 10;
   const limit = options.limit ?? Number.POSITIVE_INFINITY;
-  const matchesAction = options.action === undefined ? () => true : compileActionPattern(options.action);
+  const matchesAction = options.action === undefined ? () => true : actionFilter(options.action);
   const sinceMs = options.since === undefined ? undefined : Date.parse(options.since);
   const untilMs = options.until === undefined ? undefined : Date.parse(options.until);
   const tally = new ReplayTally({
@@ -85,6 +105,7 @@ export async function replayDecisions(
     const timeline = await SessionTimeline.load(store, tenantId, sessionId);
     for await (const event of sessionEvents(store, tenantId, sessionId, 0, beforeSeq - 1)) {
       timeline.apply(event);
+      await pacer.step();
     }
     return timeline;
   };
@@ -106,11 +127,14 @@ export async function replayDecisions(
   let lastSeq = fromSeq;
   let nextAfterSeq: number | null = null;
   let unreplayable = 0;
+  let stoppedBy: ReplayReport['stopped_by'] = null;
   for await (const event of events) {
+    await pacer.step();
     if (event.type === 'gate_evaluation' && event.seq > fromSeq) {
       if (untilMs !== undefined && Date.parse(event.occurred_at) >= untilMs + CLOCK_SLACK_MS) break;
-      if (tally.decisions >= limit) {
+      if (tally.decisions >= limit || (tally.decisions > 0 && pacer.outOfTime)) {
         nextAfterSeq = lastSeq;
+        stoppedBy = tally.decisions >= limit ? 'limit' : 'time_budget';
         break;
       }
     }
@@ -209,7 +233,18 @@ export async function replayDecisions(
     from_seq: fromSeq,
     to_seq: lastSeq,
     next_after_seq: nextAfterSeq,
+    stopped_by: stoppedBy,
   };
+}
+
+/** The `action` filter as a matcher. @throws {GatehouseError} `invalid_request` for a pattern refused */
+function actionFilter(pattern: string): (action: string) => boolean {
+  try {
+    return compileActionPattern(pattern);
+  } catch (error) {
+    const message = `Invalid action pattern: ${(error as Error).message}`;
+    throw new GatehouseError('invalid_request', message, { errors: [{ path: 'action', message }] });
+  }
 }
 
 /** A tenant's events after `after` up to `end`, in seq order. */

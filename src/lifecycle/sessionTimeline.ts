@@ -5,6 +5,7 @@
  * at each seq. Applying the session's events in seq order moves the state forward.
  */
 import type { ConflictView, StateView } from '../gate/gateTypes.js';
+import { KEY_SET_READ } from '../gate/stateReads.js';
 import { conflictViewOf, stateViewOf } from '../gate/stateView.js';
 import type { Conflict, HistoryEvent, StateItem } from '../schemas.js';
 import type { StoreReader } from '../store.js';
@@ -77,19 +78,38 @@ export class SessionTimeline {
 
   /**
    * The state as an evaluation at this position read it. `pinned` (a decision's recorded
-   * `state_versions`) overrides the version of those keys; `pinnedKeys` says whether any differed.
+   * `state_versions`) overrides the version of those keys: version 0 (read while absent) leaves
+   * the key out, and {@link KEY_SET_READ} (the whole key set was read) leaves out every key it
+   * does not list. `pinnedKeys` says how many keys differed from this position.
    */
   view(pinned?: Readonly<Record<string, number>>): SessionView & { pinnedKeys: number } {
     this.#view ??= this.#build(undefined);
     if (pinned === undefined) return { ...this.#view, pinnedKeys: 0 };
     let differing = 0;
     for (const [key, version] of Object.entries(pinned)) {
-      if (this.#current.get(key) !== version && this.#versions.get(key)?.[version - 1] !== undefined) {
-        differing += 1;
+      if (key === KEY_SET_READ) continue;
+      const differs =
+        version === 0 ? this.#present(key) : this.#current.get(key) !== version && this.#has(key, version);
+      if (differs) differing += 1;
+    }
+    if (Object.hasOwn(pinned, KEY_SET_READ)) {
+      for (const key of this.#current.keys()) {
+        if (!Object.hasOwn(pinned, key) && this.#present(key)) differing += 1;
       }
     }
     if (differing === 0) return { ...this.#view, pinnedKeys: 0 };
     return { ...this.#build(pinned), pinnedKeys: differing };
+  }
+
+  /** True when the stored rows hold this version of the key. */
+  #has(key: string, version: number): boolean {
+    return this.#versions.get(key)?.[version - 1] !== undefined;
+  }
+
+  /** True when the key is in the state at this position. */
+  #present(key: string): boolean {
+    const version = this.#current.get(key);
+    return version !== undefined && this.#has(key, version);
   }
 
   #build(pinned: Readonly<Record<string, number>> | undefined): SessionView {
@@ -104,8 +124,13 @@ export class SessionTimeline {
     }
     const current = new Map(this.#current);
     if (pinned) {
+      if (Object.hasOwn(pinned, KEY_SET_READ)) {
+        for (const key of this.#current.keys()) if (!Object.hasOwn(pinned, key)) current.delete(key);
+      }
       for (const [key, version] of Object.entries(pinned)) {
-        if (this.#versions.get(key)?.[version - 1] !== undefined) current.set(key, version);
+        if (key === KEY_SET_READ) continue;
+        if (version === 0) current.delete(key);
+        else if (this.#has(key, version)) current.set(key, version);
       }
     }
     // The store lists items by key (byte order: keys are ASCII) and open conflicts newest first.

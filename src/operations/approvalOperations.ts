@@ -3,7 +3,7 @@
  * Creating and consuming them is part of an evaluation (`heldDecisions.ts`).
  */
 import { createApprovalWaiters, FIRST_POLL_MS, MAX_POLL_MS } from '../approvals/approvalWaiters.js';
-import { assertMayDecide, callerIdentity, IN_PROCESS_CALLER } from '../approvals/approverCheck.js';
+import { assertMayDecide, callerIdentity, IN_PROCESS_CALLER, mayRead } from '../approvals/approverCheck.js';
 import { GatehouseError } from '../errors.js';
 import type { CallContext, Gatehouse } from '../gatehouseTypes.js';
 import {
@@ -148,14 +148,17 @@ export function approvalOperations(
       assertPlausibleId(approvalId, 'Approval');
       const tenantId = tenantOf(ctx);
       let approval = await readFresh(tenantId, approvalId);
+      // Before any wait: a key that may not read it is answered as if it did not exist.
+      if (!mayRead(approval, ctx)) throw notFound(`Approval '${approvalId}'`);
       // The wait is bounded in wall-clock time (a request's lifetime); expiry follows the
       // injected clock, checked at every read.
       const deadline = performance.now() + (query.wait ?? 0) * 1000;
       let pause = FIRST_POLL_MS;
       while (approval.status === 'pending') {
         const left = deadline - performance.now();
-        if (left <= 0) break;
-        await waiters.sleep(`${tenantId}\n${approvalId}`, Math.min(pause, left));
+        if (left <= 0 || ctx?.signal?.aborted) break;
+        await waiters.sleep(`${tenantId}\n${approvalId}`, Math.min(pause, left), ctx?.signal);
+        if (ctx?.signal?.aborted) break;
         pause = Math.min(pause * 2, MAX_POLL_MS);
         approval = await readFresh(tenantId, approvalId);
       }

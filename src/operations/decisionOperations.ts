@@ -41,11 +41,6 @@ export function decisionOperations(
         conflicts: conflicts.map(conflictViewOf),
         now: evaluatedAt,
       });
-      const stateVersions: Record<string, number> = {};
-      for (const key of result.keysRead) {
-        const view = state[key];
-        if (view) stateVersions[key] = view.version;
-      }
       const decision: Decision = {
         decision_id: ids('dec'),
         verdict: result.verdict,
@@ -56,7 +51,7 @@ export function decisionOperations(
         session_id: input.session_id,
         action: input.action,
         policy: { revision: activePolicy.revision },
-        state_versions: stateVersions,
+        state_versions: result.stateVersions,
         evaluated_at: isoTime(evaluatedAt),
       };
       if (result.hold !== undefined) {

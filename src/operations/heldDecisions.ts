@@ -8,7 +8,7 @@
  * The `gate_evaluation` event and the approval events land in the same transaction.
  */
 import { approvalDigest } from '../approvals/approvalDigest.js';
-import { IN_PROCESS_CALLER } from '../approvals/approverCheck.js';
+import { IN_PROCESS_CALLER, isRequester, requesterIdentity } from '../approvals/approverCheck.js';
 import { combineVerdicts, type GateReason, type GateResult } from '../gate/index.js';
 import type { CallContext } from '../gatehouseTypes.js';
 import type { Approval, Decision } from '../schemas.js';
@@ -114,6 +114,11 @@ export async function settleHeldDecision(shared: OperationContext, held: HeldEva
     }
     if (decision === undefined) {
       if (live?.status === 'pending') {
+        // Every caller that asks is recorded, so none of them can approve the call and then be
+        // released by that approval (not only the first).
+        if (!isRequester(live, held.ctx)) {
+          await tx.addApprovalRequester(tenantId, live.id, requesterIdentity(held.ctx));
+        }
         decision = heldBlock(base, live);
       } else if (live?.status === 'denied' && live.expires_at > now) {
         decision = deniedBlock(base, live);
@@ -184,6 +189,7 @@ export async function settleHeldDecision(shared: OperationContext, held: HeldEva
       uses: hold.uses,
       uses_left: hold.uses,
       requested_by: evaluation.ctx?.keyId ?? null,
+      requesters: [requesterIdentity(evaluation.ctx)],
       decision_id: base.decision_id,
       created_at: base.evaluated_at,
       expires_at: new Date(created.getTime() + hold.expiresInSeconds * 1000).toISOString(),

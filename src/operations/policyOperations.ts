@@ -129,6 +129,8 @@ export function policyOperations(
         limit: input.limit,
         afterSeq: input.after_seq,
         examples: input.examples,
+        // A replay whose caller went away stops there, and records nothing.
+        signal: ctx?.signal,
       });
       const [event] = await shared.transaction((tx) =>
         append(tx, tenantId, [
@@ -146,6 +148,7 @@ export function policyOperations(
               by_verdict: report.by_verdict,
               from_seq: report.from_seq,
               to_seq: report.to_seq,
+              stopped_by: report.stopped_by,
               example_decision_ids: report.examples.map((e) => e.decision_id),
             },
           },

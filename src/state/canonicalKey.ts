@@ -8,6 +8,7 @@ import { GatehouseError } from '../errors.js';
 export const MAX_KEY_LENGTH = 128;
 
 const SEGMENT = /^[a-z0-9_-]+$/;
+const CANONICAL = /^[a-z0-9_-]+(?:\.[a-z0-9_-]+)+$/;
 const ASCII_UPPER = /[A-Z]/g;
 const NOT_SEGMENT_CHAR = /[^a-z0-9_-]/;
 const QUOTE_LIMIT = 80;
@@ -52,6 +53,17 @@ export function canonicalKey(raw: string): string {
     }
   }
   return key;
+}
+
+/**
+ * True when `key` is a canonical key as it stands (what {@link canonicalKey} returns unchanged):
+ * any other string can never name a state item.
+ * @example
+ * isCanonicalKey('user.email') // true
+ * isCanonicalKey('User.Email') // false
+ */
+export function isCanonicalKey(key: string): boolean {
+  return key.length <= MAX_KEY_LENGTH && CANONICAL.test(key);
 }
 
 /**

@@ -262,6 +262,73 @@ describe('replays are refused', () => {
     await gh.approve(id, {}, { keyId: 'key_finance_2', scopes: ['approvals:decide'], labels: ['finance'] });
     expect((await gh.getApproval(id)).status).toBe('approved');
   });
+
+  it('every key that asked for the pending approval is refused as its approver, as the first one is', async () => {
+    const a: CallContext = {
+      keyId: 'key_a',
+      scopes: ['gate:evaluate', 'approvals:decide'],
+      labels: ['finance'],
+    };
+    const b: CallContext = {
+      keyId: 'key_b',
+      scopes: ['gate:evaluate', 'approvals:decide'],
+      labels: ['finance'],
+    };
+    const held = await gh.evaluate(transfer(9000), a);
+    const id = held.approval!.id;
+    // B asks for the same call: the same pending approval, and B is now one of its requesters.
+    expect((await gh.evaluate(transfer(9000), b)).approval!.id).toBe(id);
+    expect((await gh.evaluate(transfer(9000), b)).approval!.id).toBe(id);
+    expect(await gh.getApproval(id)).toMatchObject({ requested_by: 'key_a', requesters: ['key_a', 'key_b'] });
+
+    const refusal = async (ctx: CallContext) => {
+      const error = await gh.approve(id, {}, ctx).then(
+        () => null,
+        (e: unknown) => e as GatehouseError,
+      );
+      return error && { code: error.code, message: error.message };
+    };
+    const selfRefusal = await refusal(a);
+    expect(selfRefusal).toEqual({
+      code: 'forbidden',
+      message: `The caller that asked for approval '${id}' cannot decide it; another approver must.`,
+    });
+    expect(await refusal(b)).toEqual(selfRefusal);
+    expect(await code(gh.deny(id, {}, b))).toBe('forbidden');
+    expect((await gh.getApproval(id)).status).toBe('pending');
+    // Had B approved, its own next evaluate would have been released by it.
+    await gh.approve(id, {}, finance);
+    expect((await gh.evaluate(transfer(9000), b)).verdict).toBe('Allow');
+  });
+
+  it("an agent's key reads only the approvals it asked for; deciders and history readers read all", async () => {
+    const other: CallContext = { keyId: 'key_other', scopes: ['gate:evaluate'], labels: [] };
+    const id = (await gh.evaluate(transfer(9000), agent)).approval!.id;
+    const error = await gh.getApproval(id, { wait: 30 }, other).then(
+      () => null,
+      (e: unknown) => e as GatehouseError,
+    );
+    expect(error).toMatchObject({ code: 'not_found', message: `Approval '${id}' was not found.` });
+    expect((await gh.getApproval(id, {}, agent)).id).toBe(id);
+    for (const reader of [
+      finance,
+      { keyId: 'key_audit', scopes: ['gate:evaluate', 'history:read'] },
+      { keyId: 'key_admin', scopes: ['admin'] },
+      undefined,
+    ] as const) {
+      expect((await gh.getApproval(id, {}, reader)).id).toBe(id);
+    }
+    await gh.evaluate(transfer(9000), other);
+    expect((await gh.getApproval(id, {}, other)).id).toBe(id);
+  });
+
+  it('allow_self_approval lets every requester approve', async () => {
+    const refund = { session_id: 's1', action: 'refunds.issue', params: { order: 'o-2' } };
+    const held = await gh.evaluate(refund, agent);
+    expect((await gh.evaluate(refund, finance)).approval!.id).toBe(held.approval!.id);
+    expect((await gh.getApproval(held.approval!.id)).requesters).toEqual(['key_agent', 'key_finance']);
+    expect(await gh.approve(held.approval!.id, {}, finance)).toMatchObject({ status: 'approved' });
+  });
 });
 
 describe('policy options', () => {

@@ -148,6 +148,32 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it('loads with no error in the browser console: the page names its icon, and the icon is served', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const errors: string[] = [];
+    const page = await openPage(context, `${server.url}/ui/`, errors, { consoleErrors: true });
+    await page.getByLabel('API key').waitFor();
+    // Without an icon named, a browser asks for /favicon.ico and logs its 404 on every load.
+    const link = page.locator('head link[rel="icon"]');
+    expect(await link.count()).toBe(1);
+    const href = await link.getAttribute('href');
+    expect(href).toBe('assets/favicon.svg');
+    const icon = await page.request.get(new URL(href!, page.url()).href);
+    expect(icon.status()).toBe(200);
+    expect(icon.headers()['content-type']).toBe('image/svg+xml');
+    // The page's own Content-Security-Policy lets it load, and it is a picture.
+    const width = await page.evaluate<number>(
+      `(async () => { const img = new Image(); img.src = ${JSON.stringify(href)}; await img.decode(); return img.naturalWidth; })()`,
+    );
+    expect(width).toBeGreaterThan(0);
+    await signIn(page, admin);
+    await page.locator('#history-table tbody tr').first().waitFor();
+    await page.reload();
+    await page.locator('#history-table tbody tr').first().waitFor();
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
   it('signs in with a key, shows the pages that key may use, and an evaluate appears live', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
     const page = await open(context);
@@ -289,6 +315,12 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     const heldRow = page.locator('tbody tr', { hasText: 'payments.transfer' });
     await expect.poll(() => heldRow.count()).toBe(1);
     expect(await heldRow.textContent()).toContain('amount=9000');
+    // The approver sees which rule held it and why, in the queue itself.
+    const heldBy = heldRow.locator('.held-by');
+    expect(await heldBy.count()).toBe(1);
+    expect(await heldBy.locator('code').textContent()).toBe('over_budget');
+    expect(await heldBy.textContent()).toContain('Transfer of 9000 exceeds the budget of 5000.');
+    expect(await heldBy.isVisible()).toBe(true);
     expect(await heldRow.locator(`a[href="#/approvals/${id}"]`).count()).toBe(1);
     await page.getByLabel('Comment (optional)').fill('invoice 42 checked');
     await shot(page, 'approvals');

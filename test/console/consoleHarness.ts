@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, type ConsoleMessage, chromium, type Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { DEFAULT_POLICY_YAML } from '../../src/gate/index.js';
 import { cli, type ServeProcess, startServe } from '../reliability/fixtures.js';
@@ -86,8 +86,20 @@ export function launchChromium(): Promise<Browser> {
 }
 
 /**
- * A new page of `context` at `url`, its uncaught errors (and, with `consoleErrors`, the console's
- * errors but failed loads: a CSP violation or a failed module load) pushed to `errors`.
+ * True for the browser's "Failed to load resource" error of an API answer (`/v1/…`): a 4xx the
+ * page shows itself (a 409 after a decision elsewhere, a 412 or 422 on activation), not a fault.
+ */
+function isApiAnswer(msg: ConsoleMessage): boolean {
+  return (
+    /Failed to load resource/.test(msg.text()) &&
+    new URL(msg.location().url, 'http://x/').pathname.startsWith('/v1/')
+  );
+}
+
+/**
+ * A new page of `context` at `url`, its uncaught errors (and, with `consoleErrors`, every error
+ * the browser's console shows but the API answers the page handles: a CSP violation, a failed
+ * module load, a missing icon) pushed to `errors`.
  */
 export async function openPage(
   context: BrowserContext,
@@ -99,7 +111,9 @@ export async function openPage(
   page.on('pageerror', (error) => errors.push(error.message));
   if (options.consoleErrors) {
     page.on('console', (msg) => {
-      if (msg.type() === 'error' && !/Failed to load resource/.test(msg.text())) errors.push(msg.text());
+      if (msg.type() === 'error' && !isApiAnswer(msg)) {
+        errors.push(`${msg.text()} (${msg.location().url || url})`);
+      }
     });
   }
   await page.goto(url);

@@ -359,9 +359,11 @@ actions:
     expect(result.keysRead).toEqual(['budget.currency', 'budget.limit', 'budget.max', 'user.email']);
   });
 
-  it('leaves out literal keys that are not in the state', () => {
+  it('leaves out literal keys that are not in the state, unless a rule looked them up (version 0)', () => {
     const result = policy.evaluate(input('payments.transfer', { params: { amount: 5 }, state: {} }));
-    expect(result.keysRead).toEqual(['budget.currency', 'budget.limit']);
+    // 'user.email' in state looked it up; budget.max is only named in a message that never rendered.
+    expect(result.keysRead).toEqual(['budget.currency', 'budget.limit', 'user.email']);
+    expect(result.stateVersions).toEqual({ 'budget.currency': 0, 'budget.limit': 0, 'user.email': 0 });
   });
 
   it('names the state keys a firing rule read in its reason', () => {

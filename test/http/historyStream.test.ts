@@ -3,6 +3,7 @@
  * loopback), `GET /v1/me`, and the console's routes and security headers.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -29,11 +30,11 @@ let gh: Gatehouse;
 let app: HttpApp;
 let admin: string;
 
-async function key(scopes: Scope[], name = 'key') {
+async function key(scopes: Scope[], name = 'key', tenantId = 'default') {
   const { secret } = await createApiKey(
     store,
     { ids: createIdGenerator(), randomBytes: systemRandomBytes, now: new Date() },
-    { scopes, name },
+    { scopes, name, tenantId },
   );
   return secret;
 }
@@ -57,10 +58,11 @@ afterEach(async () => {
 
 const auth = (k = admin, extra: Record<string, string> = {}) => ({ authorization: `Bearer ${k}`, ...extra });
 
-const write = (session: string, value: string) =>
-  app.request('/v1/state/items', {
+/** Records `budget.limit` = `value` in `session` through `via`, with key `as`. */
+const writeWith = (via: HttpApp, as: string, session: string, value: string) =>
+  via.request('/v1/state/items', {
     method: 'POST',
-    headers: auth(admin, { 'content-type': 'application/json' }),
+    headers: auth(as, { 'content-type': 'application/json' }),
     body: JSON.stringify({
       session_id: session,
       key: 'budget.limit',
@@ -69,6 +71,8 @@ const write = (session: string, value: string) =>
       source: 'user_input',
     }),
   });
+
+const write = (session: string, value: string) => writeWith(app, admin, session, value);
 
 /** Reads SSE messages from a body until `count` data messages (or a comment matching `until`). */
 function sseReader(body: ReadableStream<Uint8Array>) {
@@ -176,11 +180,105 @@ describe('GET /v1/history/stream (web face)', () => {
     await second.body!.cancel();
   });
 
+  it('limits open streams per key and per tenant (429 naming the limit), so another tenant still gets one', async () => {
+    build({ maxStreamsPerKey: 1, maxStreamsPerTenant: 2, maxStreams: 3 });
+    const [a1, a2, a3] = [admin, await key(['history:read'], 'a2'), await key(['history:read'], 'a3')];
+    const [b1, b2] = [await key(['admin'], 'b1', 'b'), await key(['admin'], 'b2', 'b')];
+    const open = (k: string) => app.request('/v1/history/stream', { headers: auth(k) });
+    const held = [await open(a1)];
+    const perKey = await open(a1);
+    expect(perKey.status).toBe(429);
+    expect(perKey.headers.get('retry-after')).toBe('5');
+    expect(await perKey.json()).toMatchObject({
+      code: 'rate_limited',
+      detail: expect.stringContaining('This API key'),
+    });
+    held.push(await open(a2));
+    const perTenant = await open(a3);
+    expect(perTenant.status).toBe(429);
+    expect(await perTenant.json()).toMatchObject({
+      code: 'rate_limited',
+      detail: expect.stringContaining('This tenant'),
+    });
+    const other = await open(b1);
+    expect(other.status).toBe(200);
+    held.push(other);
+    // The server's own bound still holds past that.
+    expect((await open(b2)).status).toBe(503);
+    for (const res of held) {
+      expect(res.status).toBe(200);
+      await res.body!.cancel();
+    }
+    // Every place was given back.
+    const again = await open(a1);
+    expect(again.status).toBe(200);
+    await again.body!.cancel();
+  });
+
+  it('ends after its maximum lifetime with a comment saying so', async () => {
+    build({ maxLifetimeMs: 20 });
+    const sse = sseReader((await app.request('/v1/history/stream', { headers: auth() })).body!);
+    expect(await sse.next(1)).toEqual([]);
+    expect(sse.comments).toContain(
+      ': closed: the stream reached its maximum lifetime; reconnect with Last-Event-ID',
+    );
+  });
+
   it('ends open streams when the app closes', async () => {
     const sse = sseReader((await app.request('/v1/history/stream', { headers: auth() })).body!);
     await sse.next(0);
     app.close();
     expect(await sse.next(1)).toEqual([]);
+  });
+
+  it('ends when its key is revoked, before sending another event', async () => {
+    const reader = await key(['history:read'], 'reader');
+    const sse = sseReader((await app.request('/v1/history/stream', { headers: auth(reader) })).body!);
+    await write('s1', '1');
+    expect((await sse.next(1))[0]!.data).toMatchObject({ seq: 1 });
+    const [stored] = (await store.listApiKeys()).filter((k) => k.name === 'reader');
+    expect(await store.revokeApiKey(stored!.id, new Date().toISOString())).toBe(true);
+    await write('s1', '2');
+    expect(await sse.next(1)).toEqual([]);
+    expect(sse.comments).toContain(': closed: the API key was revoked');
+    expect((await app.request('/v1/history/stream', { headers: auth(reader) })).status).toBe(401);
+  });
+
+  it('ends when another process revokes its key (`gatehouse keys revoke` on the same database file)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-revoke-'));
+    const filename = join(dir, 'gatehouse.db');
+    const served = openSqliteStore({ filename });
+    const cli = openSqliteStore({ filename });
+    try {
+      const made = await createApiKey(
+        served,
+        { ids: createIdGenerator(), randomBytes: systemRandomBytes, now: new Date() },
+        { scopes: ['admin'], name: 'file' },
+      );
+      const fileApp = createHttpApp({ gatehouse: createGatehouse({ store: served }), rateLimit: false });
+      const sse = sseReader(
+        (await fileApp.request('/v1/history/stream', { headers: auth(made.secret) })).body!,
+      );
+      await sse.next(0);
+      expect(await cli.revokeApiKey(made.key.id, new Date().toISOString())).toBe(true);
+      const written = await writeWith(fileApp, made.secret, 'f', '1');
+      expect(written.status).toBe(401);
+      // A write by a key that still works wakes the stream: it checks its own key and ends.
+      const other = await createApiKey(
+        cli,
+        { ids: createIdGenerator(), randomBytes: systemRandomBytes, now: new Date() },
+        { scopes: ['admin'], name: 'other' },
+      );
+      const ok = await writeWith(fileApp, other.secret, 'f', '2');
+      expect(ok.status).toBe(201);
+      expect(await sse.next(1)).toEqual([]);
+      expect(sse.comments).toContain(': closed: the API key was revoked');
+      fileApp.close();
+    } finally {
+      await served.close();
+      await cli.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('refuses a bad Last-Event-ID, a missing key and a key without history:read', async () => {
@@ -233,6 +331,36 @@ describe('GET /v1/history/stream (node:http face)', () => {
     }
     expect(status).toBe(200);
   });
+
+  it('disconnects a client that stops reading, and gives its place back', async () => {
+    build({ maxStreams: 1, stallMs: 40 });
+    server = await startHttpServer(app, { port: 0 });
+    // A raw socket that sends the request and never reads: once its buffers are full, the
+    // server's writes wait for a drain that never comes.
+    const socket = connect(server.port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.pause();
+    socket.write(
+      `GET /v1/history/stream?after_seq=0 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${admin}\r\n\r\n`,
+    );
+    const closed = new Promise((resolve) => socket.once('close', resolve));
+    const big = 'lorem ipsum '.repeat(1300);
+    let status = 0;
+    // ~16 KB per event: a few hundred fill the loopback buffers; then the stall bound runs out.
+    for (let i = 0; i < 2000 && status !== 200; i++) {
+      expect((await writeWith(app, admin, 'big', `${big}${i}`)).status).toBe(201);
+      if (i % 20 !== 19) continue;
+      const again = await fetch(`${server.url}/v1/history/stream`, { headers: auth() });
+      status = again.status;
+      await again.body?.cancel();
+      if (i >= 600) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(status).toBe(200);
+    // The connection is closed: what was buffered is readable, then the end.
+    socket.resume();
+    await closed;
+  });
 });
 
 describe('GET /v1/me', () => {
@@ -284,6 +412,15 @@ describe('the console routes', () => {
     const css = await app.request('/ui/assets/console.css');
     expect(css.headers.get('content-type')).toBe('text/css; charset=utf-8');
     expect(await css.text()).not.toMatch(/@import|url\(/);
+    // The shell names its icon, so a browser does not ask for /favicon.ico (a 404 on every load).
+    expect(html).toContain('<link rel="icon" href="assets/favicon.svg" type="image/svg+xml">');
+    const icon = await app.request('/ui/assets/favicon.svg');
+    expect(icon.status).toBe(200);
+    expect(icon.headers.get('content-type')).toBe('image/svg+xml');
+    expect(icon.headers.get('content-security-policy')).toContain("default-src 'self'");
+    expect(await icon.text()).toMatch(
+      /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"[^>]*>[\s\S]*<\/svg>\n$/,
+    );
     expect((await app.request('/ui/assets/nope.js')).status).toBe(404);
     expect((await app.request('/ui/assets/..%2Fmain.js')).status).toBe(404);
   });

@@ -235,6 +235,31 @@ describe('POST /v1/policy/replay', () => {
   });
 });
 
+describe("another tenant's revision", () => {
+  it('is 404 not_found to replay, exactly like a revision that does not exist', async () => {
+    const etag = (await call('GET', '/v1/policy')).headers.get('etag')!;
+    const put = await call('PUT', '/v1/policy', { body: { policy: STRICT }, headers: { 'if-match': etag } });
+    expect(put.status).toBe(200);
+    const strict = put.json.revision as string;
+    // Compiled and cached for the default tenant: still not the other tenant's to use.
+    expect((await call('POST', '/v1/policy/replay', { body: { revision: strict } })).status).toBe(200);
+
+    const other = (await key(['admin'], 't2')).secret;
+    const theirs = await call('POST', '/v1/policy/replay', { key: other, body: { revision: strict } });
+    const missing = 'e'.repeat(64);
+    const none = await call('POST', '/v1/policy/replay', { key: other, body: { revision: missing } });
+    expect(theirs.status).toBe(404);
+    expect(theirs.json.code).toBe('not_found');
+    expect(JSON.stringify(theirs.json).replaceAll(strict, '<rev>')).toBe(
+      JSON.stringify(none.json).replaceAll(missing, '<rev>'),
+    );
+    expect(JSON.stringify(theirs.json)).not.toContain('no_deletes');
+    // Nothing was replayed or recorded for the other tenant.
+    const recorded = await call('GET', '/v1/history/events?type=policy.replayed', { key: other });
+    expect(recorded.json.events).toEqual([]);
+  });
+});
+
 describe('several instances and restarts', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gh-lifecycle-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createHttpApp } from '../../adapters/http/index.js';
 import { openPostgresStore, POSTGRES_MIGRATIONS, type PostgresStore } from '../../adapters/postgres/index.js';
 import { openSqliteStore } from '../../adapters/sqlite/index.js';
 import {
@@ -529,6 +530,44 @@ describe.skipIf(!url)('PostgreSQL', () => {
           expect(await a.revokeApiKey(key.id, new Date().toISOString())).toBe(true);
           await refused(authenticateApiKey(b, secret));
         } finally {
+          await close();
+        }
+      });
+
+      it('ends a history stream on one instance once its key is revoked on another', async () => {
+        const { stores, ghs, close } = await twoInstances();
+        const app = createHttpApp({ gatehouse: ghs[1], rateLimit: false, historyStream: { pollMs: 60_000 } });
+        try {
+          const [a, b] = stores;
+          const reader = await createApiKey(a, deps(), { scopes: ['history:read'] });
+          const writer = await createApiKey(a, deps(), { scopes: ['admin'] });
+          const res = await app.request('/v1/history/stream', {
+            headers: { authorization: `Bearer ${reader.secret}` },
+          });
+          expect(res.status).toBe(200);
+          const body = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+          expect((await body.read()).value).toContain(': following after seq 0');
+          expect(await a.revokeApiKey(reader.key.id, new Date().toISOString())).toBe(true);
+          // b hears the NOTIFY when its listening socket is read (the documented bound).
+          for (let i = 0; ; i++) {
+            const ok = await authenticateApiKey(b, reader.secret).then(
+              () => true,
+              () => false,
+            );
+            if (!ok) break;
+            expect(i).toBeLessThan(100);
+            await new Promise((r) => setTimeout(r, 10));
+          }
+          const written = await app.request('/v1/state/items', {
+            method: 'POST',
+            headers: { authorization: `Bearer ${writer.secret}`, 'content-type': 'application/json' },
+            body: JSON.stringify(item('1')),
+          });
+          expect(written.status).toBe(201);
+          expect((await body.read()).value).toBe(': closed: the API key was revoked\n\n');
+          expect((await body.read()).done).toBe(true);
+        } finally {
+          app.close();
           await close();
         }
       });

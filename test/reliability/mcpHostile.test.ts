@@ -78,7 +78,13 @@ const TOOLS: Record<string, Record<string, unknown>> = {
   read_history: { session_id: 's1', limit: 5 },
   list_state: { session_id: 's1' },
   resolve_conflict: { conflict_id: 'cfl_x', resolution: 'keep_current' },
-  wait_for_approval: { approval_id: 'apr_x', timeout_seconds: 1 },
+  wait_for_approval: {
+    approval_id: 'apr_x',
+    session_id: 's1',
+    action: 'payments.transfer',
+    params: { amount: 10 },
+    timeout_seconds: 1,
+  },
 };
 
 function argumentsFor(tool: string) {

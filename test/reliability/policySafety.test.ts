@@ -118,6 +118,94 @@ describe('evaluation is bounded whatever the caller sends', () => {
   });
 });
 
+describe('evaluation is bounded whatever the policy says', () => {
+  const literal = (n: number) => `[${Array.from({ length: n }, (_, i) => i).join(', ')}]`;
+  const costError = {
+    rule: 'policy_error',
+    verdict: 'Block',
+    message: expect.stringContaining('evaluation cost limit exceeded'),
+    keys: [],
+  };
+  function loadProblem(when: string): string {
+    try {
+      compilePolicy(policy([{ name: 'r', when }]));
+    } catch (error) {
+      if (error instanceof GatehouseError) return error.errors.map((e) => e.message).join('\n');
+      throw error;
+    }
+    throw new Error('expected the policy to be refused at load');
+  }
+
+  it('refuses at load comprehensions nested four deep (a policy of 800 bytes that ran for seconds)', () => {
+    const l = literal(40);
+    const when = `${l}.exists(a, ${l}.exists(b, ${l}.exists(c, ${l}.exists(d, a + b + c + d == -1))))`;
+    expect(policy([{ name: 'r', when }]).length).toBeLessThan(832);
+    expect(loadProblem(when)).toMatch(/Comprehensions .* nest 4 deep here; at most 3 may nest/);
+  });
+
+  it('refuses at load nested comprehensions over literals that iterate past the budget', () => {
+    const l = literal(100);
+    expect(loadProblem(`${l}.exists(a, ${l}.exists(b, ${l}.exists(c, a + b + c == -1)))`)).toMatch(
+      /over literals iterate up to 1,000,000 times on every evaluation, more than the evaluation cost limit/,
+    );
+  });
+
+  it('refuses at load a list literal past the parser limit, saying so', () => {
+    expect(loadProblem(`action in ${literal(1001)}.map(x, string(x))`)).toMatch(
+      /A list literal may have at most 1000 elements/,
+    );
+  });
+
+  it('stops a literal nest that loads but costs too much at evaluation: policy_error', async () => {
+    const l = literal(70);
+    const d = await decide(
+      policy([{ name: 'r', when: `${l}.exists(a, ${l}.exists(b, ${l}.exists(c, a + b + c == -1)))` }]),
+      {},
+    );
+    expect(d.reasons).toEqual([costError]);
+  });
+
+  // A comma-separated list near the params limit: 3,200 distinct IDs of 3 characters.
+  const ids = Array.from({ length: 3200 }, (_, i) => i.toString(36).padStart(3, '0')).join(',');
+
+  it.each([
+    [
+      'duplicates by split() and filter()',
+      "params.ids.split(',').filter(id, params.ids.split(',').filter(j, j == id).size() > 1).size() > 0",
+    ],
+    [
+      'a scan of a bound split() list per element',
+      "cel.bind(l, params.ids.split(','), l.exists(a, !(a in l)))",
+    ],
+    [
+      'a scan of a split() list inside a literal',
+      "[params.ids.split(',')].exists(l, l.exists(a, !(a in l)))",
+    ],
+    ['a long string rebuilt per element', "params.ids.split(',').map(x, params.ids + x).size() == 0"],
+  ])('%s over the largest params: policy_error', async (_what, when) => {
+    const d = await decide(policy([{ name: 'r', when }]), { ids });
+    expect(d.reasons).toEqual([costError]);
+  });
+
+  it('a linear rule over a split() list of the largest params still decides right', async () => {
+    const d = await decide(
+      policy([
+        { name: 'has_admin', when: "params.ids.split(',').exists(t, t == 'admin')" },
+        {
+          name: 'all_ids',
+          when: "params.ids.split(',').all(t, t.size() == 3) && params.ids.size() > 12000",
+        },
+      ]),
+      { ids },
+    );
+    expect(d.reasons.map((r) => r.rule)).toEqual(['all_ids']);
+  });
+
+  it('keeps the metering hook out of the policy language', () => {
+    expect(loadProblem('gatehouse_cost_probe(true)')).toMatch(/gatehouse_cost_probe/);
+  });
+});
+
 // ---- the real process: start, reload, regular expressions --------------------------------------
 
 describe('gatehouse serve and its policy file', () => {
@@ -201,7 +289,8 @@ describe('gatehouse serve and its policy file', () => {
     await traffic;
     expect(statuses.length).toBeGreaterThan(0);
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
-    expect(serve.stderr()).toMatch(/policy reloaded/);
+    // The log line follows the switch; it reaches this process through a pipe, maybe a moment later.
+    await waitFor(() => /policy reloaded/.test(serve!.stderr()), 10_000, 'the reload in the log');
   });
 
   it('a runaway regular expression in the policy does not stall the service', async () => {

@@ -6,8 +6,9 @@ import { queryEvents } from '../../adapters/sql/statements.js';
 import { sqliteDialect } from '../../adapters/sqlite/dialect.js';
 import { openSqliteDatabase } from '../../adapters/sqlite/driver.js';
 import { openSqliteStore, SQLITE_MIGRATIONS, type SqliteStore } from '../../adapters/sqlite/index.js';
-import { createGatehouse, type Store } from '../../src/index.js';
+import { compilePolicy, createGatehouse, type Store } from '../../src/index.js';
 import { runStoreContract } from '../store/contract.js';
+import { APPROVAL_POLICY } from '../support/policies.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-sqlite-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -102,6 +103,39 @@ describe('SQLite store specifics', () => {
     });
     expect(db.prepare('PRAGMA journal_mode').get()?.['journal_mode']).toBe('wal');
     db.close();
+  });
+
+  it("migration 8 lists an older approval's one requester, its requested_by", async () => {
+    const filename = join(dir, 'requesters.db');
+    const store = openSqliteStore({ filename });
+    const gh = createGatehouse({ store, policy: compilePolicy(APPROVAL_POLICY) });
+    await gh.recordState({
+      session_id: 's',
+      key: 'budget.limit',
+      value: '10',
+      type: 'fact',
+      source: 'user_input',
+    });
+    const params = (amount: number) => ({ session_id: 's', action: 'payments.transfer', params: { amount } });
+    const byKey = (await gh.evaluate(params(50), { keyId: 'key_old' })).approval!.id;
+    const inProcess = (await gh.evaluate(params(60))).approval!.id;
+    await store.close();
+    // The database as it was before migration 8.
+    const db = openSqliteDatabase(filename);
+    db.exec('ALTER TABLE approvals DROP COLUMN requesters; DELETE FROM schema_migrations WHERE version = 8;');
+    db.close();
+    const reopened = openSqliteStore({ filename });
+    expect((await reopened.getApproval('default', byKey))?.requesters).toEqual(['key_old']);
+    expect((await reopened.getApproval('default', inProcess))?.requesters).toEqual(['in-process']);
+    await reopened.close();
+    const raw = openSqliteDatabase(filename, { readOnly: true });
+    expect(
+      raw
+        .prepare('SELECT requesters FROM approvals ORDER BY approval_id')
+        .all()
+        .map((r) => r['requesters']),
+    ).toEqual(['["key_old"]', '["in-process"]']);
+    raw.close();
   });
 
   it('detects a tampered row', async () => {

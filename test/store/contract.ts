@@ -664,6 +664,36 @@ export function runStoreContract(factory: StoreFactory): void {
         expect(await store.listApprovals('default', { limit: 10, status: 'approved' })).toEqual([]);
       });
 
+      it('records every key that asked for a pending approval, once each, and refuses each as approver', async () => {
+        const a = {
+          keyId: 'key_a',
+          scopes: ['gate:evaluate' as const, 'approvals:decide' as const],
+          labels: ['finance'],
+        };
+        const b = { ...a, keyId: 'key_b' };
+        const held = await approvals.evaluate(transfer, a);
+        const id = held.approval!.id;
+        for (const ctx of [b, a, b, undefined]) {
+          expect((await approvals.evaluate(transfer, ctx)).approval!.id).toBe(id);
+        }
+        const stored = (await store.getApproval('default', id))!;
+        expect(stored).toMatchObject({ requested_by: 'key_a', requesters: ['key_a', 'key_b', 'in-process'] });
+        expect(await store.transaction((tx) => tx.addApprovalRequester('default', id, 'key_b'))).toBe(false);
+        expect(await store.transaction((tx) => tx.addApprovalRequester('default', 'apr_none', 'key_c'))).toBe(
+          false,
+        );
+        expect(await store.transaction((tx) => tx.addApprovalRequester('t2', id, 'key_c'))).toBe(false);
+        expect(await store.transaction((tx) => tx.addApprovalRequester('default', id, 'key_c'))).toBe(true);
+        expect((await store.getApproval('default', id))!.requesters).toEqual([
+          'key_a',
+          'key_b',
+          'in-process',
+          'key_c',
+        ]);
+        for (const ctx of [a, b]) await expectCode(approvals.approve(id, {}, ctx), 'forbidden');
+        expect(await approvals.approve(id, {}, finance)).toMatchObject({ status: 'approved' });
+      });
+
       it('a transition applies only from the expected status', async () => {
         const held = await approvals.evaluate(transfer);
         const id = held.approval!.id;

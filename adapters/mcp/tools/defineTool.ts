@@ -35,8 +35,15 @@ export interface ToolSpec<In extends z.ZodObject, Out extends z.ZodObject> {
   output: Out;
   /** Hints for clients; nothing enforces them. */
   annotations: ToolAnnotations;
-  /** Does the work; anything thrown becomes an `isError` result. */
-  handler(args: z.output<In>, env: ToolEnvironment): Promise<ToolAnswer<z.output<Out>>>;
+  /**
+   * Does the work; anything thrown becomes an `isError` result. `call.signal` aborts when the
+   * client cancels the request or its connection goes away.
+   */
+  handler(
+    args: z.output<In>,
+    env: ToolEnvironment,
+    call: { signal?: AbortSignal | undefined },
+  ): Promise<ToolAnswer<z.output<Out>>>;
 }
 
 /** A declared tool, ready to register on a server. */
@@ -53,6 +60,7 @@ export interface GatehouseTool {
 interface CallMeta {
   _meta?: Record<string, unknown> | undefined;
   requestId?: string | number | undefined;
+  signal?: AbortSignal | undefined;
 }
 
 /** Only string values of `_meta` are trace headers; anything else a client sends is ignored. */
@@ -117,7 +125,7 @@ export function defineTool<In extends z.ZodObject, Out extends z.ZodObject>(
           async (span) => {
             try {
               if (env.scopes) requireScope({ scopes: env.scopes }, spec.scope);
-              const answer = await spec.handler(args, env);
+              const answer = await spec.handler(args, env, { signal: request.signal });
               return toolSuccess(answer.structured, answer.text);
             } catch (error) {
               markSpanFailed(span, error);

@@ -20,7 +20,7 @@ export const evaluateGateTool = defineTool({
         'unblock it (for example a missing or conflicted state item, listed in reasons[].keys).',
       '- Block with approval.status "pending" (reason approval_required): the action is HELD until a person ' +
         'approves exactly this action. Do not perform it and do not retry with other parameters; tell the user ' +
-        'and call wait_for_approval with approval.id.',
+        'and call wait_for_approval with approval.id and this same call (session_id, action, params, context).',
       '- Warn: you may proceed, but tell the user the warning.',
       '- Allow: proceed.',
       'Every decision is recorded in the history under its decision_id.',

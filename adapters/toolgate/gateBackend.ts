@@ -1,7 +1,7 @@
 /**
- * The one seam between the LangChain faces and a Gatehouse: three calls, satisfied both by an
- * in-process core and by the `/v1` client, so an agent moves from embedded to remote by
- * swapping one object.
+ * The one seam between the agent-framework faces (LangChain, the AI SDK, OpenAI Agents) and a
+ * Gatehouse: a few calls, satisfied both by an in-process core and by the `/v1` client, so an
+ * agent moves from embedded to remote by swapping one object.
  */
 import type {
   Approval,
@@ -16,7 +16,7 @@ import type {
 } from '../../src/index.js';
 
 /**
- * What the LangChain handler, middleware and tool need from a Gatehouse. A `Gatehouse` from
+ * What the framework faces need from a Gatehouse. A `Gatehouse` from
  * `createGatehouse` and a client from `createGatehouseClient` both satisfy it as they are; use
  * {@link inProcessBackend} to bind a tenant or source limits to an in-process core.
  */
@@ -29,7 +29,7 @@ export interface GateBackend {
   recordState(input: RecordStateInput): Promise<RecordStateResult>;
   /**
    * Reads an approval, waiting up to `wait` seconds (at most 60) for a decision. Needed only by
-   * `onApproval: 'wait'`.
+   * LangChain's `onApproval: 'wait'`.
    */
   getApproval?(approvalId: string, query?: ApprovalWait): Promise<Approval>;
 }

@@ -1,10 +1,11 @@
-/** The error the callback handler throws to stop a tool the gate blocked. */
+/** The error a face throws to stop a tool the gate blocked. */
 import type { Decision } from '../../src/index.js';
 
 /**
- * Thrown by {@link GatehouseCallbackHandler} when the gate answers Block; the tool never runs.
- * Its message reaches the model (LangChain turns it into an error ToolMessage), so it holds the
- * policy's reason and the decision ID only — the core has already masked secrets in the reason.
+ * Thrown when the gate answers Block and the tool must not run: by LangChain's
+ * `GatehouseCallbackHandler`, and by a tool wrapped with the AI SDK face's `gateTools`. Its message
+ * reaches the model (as an error ToolMessage or a tool-error result), so it holds the policy's
+ * reason and the decision ID only — the core has already masked secrets in the reason.
  */
 export class ActionBlockedError extends Error {
   /** The Block decision, as recorded in the history. */

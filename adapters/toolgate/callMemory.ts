@@ -1,0 +1,32 @@
+/**
+ * What one hook of a framework learned about a tool call, kept for a later hook of the same call
+ * (the AI SDK's `needsApproval` for its `execute`, OpenAI Agents' `needsApproval` for its input
+ * guardrail, a decision for the outcome report after the tool). Bounded: an entry whose later hook
+ * never comes (the run was aborted, a person never answered) is dropped once newer calls push it
+ * out, so a long-lived gate does not grow.
+ */
+
+/** How many calls a memory keeps at most. */
+const MAX_ENTRIES = 1000;
+
+/** A bounded map from a tool call ID to what a later hook of that call needs. */
+export class CallMemory<T> {
+  readonly #entries = new Map<string, T>();
+
+  /** Remembers `value` for the call, replacing an older entry of the same ID. */
+  set(toolCallId: string, value: T): void {
+    this.#entries.delete(toolCallId);
+    this.#entries.set(toolCallId, value);
+    if (this.#entries.size > MAX_ENTRIES) {
+      const oldest = this.#entries.keys().next().value;
+      if (oldest !== undefined) this.#entries.delete(oldest);
+    }
+  }
+
+  /** Returns and forgets the entry of the call: each is used once. */
+  take(toolCallId: string): T | undefined {
+    const value = this.#entries.get(toolCallId);
+    this.#entries.delete(toolCallId);
+    return value;
+  }
+}
