@@ -56,6 +56,9 @@ async function proveExact(store: Store, workers: number, variants: boolean) {
     candidate: policy,
     // Small enough that sessions are dropped and rebuilt from the store many times over.
     cacheRows: 300,
+    // This proves exactness over every decision, not speed: on a loaded machine the pass (which
+    // rebuilds sessions thousands of times here) can outlast the default budget and stop early.
+    timeBudgetMs: Number.POSITIVE_INFINITY,
     onDecision: (d) => {
       const { recorded, replayed } = d;
       const same =
