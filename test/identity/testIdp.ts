@@ -19,6 +19,13 @@ export interface TestIdp {
   provider: Provider;
   /** The subject the headless login signs in. */
   subject: string;
+  /** Which resource scopes the signed-in user may be granted from now on (their entitlements). */
+  entitle(scopes: readonly string[]): void;
+  /**
+   * Plays the browser: follows an authorization URL through the headless login and consent to
+   * the client's redirect URI, and returns the authorization code.
+   */
+  authorize(url: URL, redirectUri: string): Promise<string>;
   /** Client credentials: an access token for `resource` with `scope`. */
   clientCredentials(options: { clientId: string; resource: string; scope: string }): Promise<string>;
   close(): Promise<void>;
@@ -31,6 +38,8 @@ export interface TestIdpOptions {
   tokenClaims?: Record<string, unknown>;
   /** Resources the IdP issues tokens for; any other is refused. @default any */
   resources?: readonly string[];
+  /** The resource scopes the signed-in user may be granted. @default all of {@link IDP_SCOPES} */
+  entitlements?: readonly string[];
   /** Confidential client-credentials clients and the scopes each may get. */
   machineClients?: ReadonlyArray<{ clientId: string; scope: string }>;
 }
@@ -54,6 +63,7 @@ export async function startTestIdp(options: TestIdpOptions = {}): Promise<TestId
   const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: 'ES256', use: 'sig' };
   const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' };
   const subject = 'user-7f3a';
+  let entitled: readonly string[] = options.entitlements ?? IDP_SCOPES;
   const provider = new Provider(issuer, {
     clients: (options.machineClients ?? DEFAULT_MACHINE_CLIENTS).map(({ clientId, scope }) => ({
       client_id: clientId,
@@ -86,7 +96,7 @@ export async function startTestIdp(options: TestIdpOptions = {}): Promise<TestId
             throw new Error('unknown resource');
           }
           return {
-            scope: IDP_SCOPES.join(' '),
+            scope: entitled.join(' '),
             audience: resourceIndicator,
             accessTokenFormat: 'jwt',
             accessTokenTTL: 300,
@@ -106,6 +116,7 @@ export async function startTestIdp(options: TestIdpOptions = {}): Promise<TestId
   provider.use(async (ctx, next) => {
     const match = /^\/interaction\/([^/]+)$/.exec(ctx.path);
     if (!match || ctx.method !== 'GET') return next();
+    ctx.respond = false;
     const details = await provider.interactionDetails(ctx.req, ctx.res);
     const { prompt, params } = details;
     if (prompt.name === 'login') {
@@ -165,6 +176,35 @@ export async function startTestIdp(options: TestIdpOptions = {}): Promise<TestId
       if (!body.access_token)
         throw new Error(`token request failed: ${body.error} ${body.error_description}`);
       return body.access_token;
+    },
+    entitle(scopes) {
+      entitled = scopes;
+    },
+    async authorize(url, redirectUri) {
+      const jar = new Map<string, string>();
+      let next = url.href;
+      for (let hop = 0; hop < 12; hop++) {
+        const res = await fetch(next, {
+          redirect: 'manual',
+          headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') },
+        });
+        for (const cookie of res.headers.getSetCookie()) {
+          const pair = cookie.split(';', 1)[0]!;
+          const eq = pair.indexOf('=');
+          jar.set(pair.slice(0, eq), pair.slice(eq + 1));
+        }
+        const location = res.headers.get('location');
+        if (!location) throw new Error(`authorization stopped at ${res.status}: ${await res.text()}`);
+        await res.body?.cancel();
+        const target = new URL(location, next);
+        if (target.href.startsWith(redirectUri)) {
+          const code = target.searchParams.get('code');
+          if (!code) throw new Error(`authorization refused: ${target.search}`);
+          return code;
+        }
+        next = target.href;
+      }
+      throw new Error('authorization did not finish');
     },
     close: () =>
       new Promise<void>((resolve) => {
