@@ -26,7 +26,14 @@ export {
   type IssuerConfig,
   parseIdentityConfig,
 } from './auth/identityConfig.js';
-export { type PrincipalRecord, principalOfKey, principalOfToken } from './auth/principalRecord.js';
+export {
+  type PrincipalRecord,
+  PrincipalRecordSchema,
+  principalAttributes,
+  principalOf,
+  principalOfKey,
+  principalOfToken,
+} from './auth/principalRecord.js';
 export {
   createTokenAuthenticator,
   type TokenAuthenticator,

@@ -4,7 +4,14 @@
  * It speaks plain values ({@link Incoming} in, {@link Reply} out), so the web face (`fetch`) and
  * the node:http face share it and neither builds the other's objects.
  */
-import { context, propagation, SpanKind, SpanStatusCode, type TextMapGetter } from '@opentelemetry/api';
+import {
+  context,
+  propagation,
+  SpanKind,
+  SpanStatusCode,
+  type TextMapGetter,
+  trace,
+} from '@opentelemetry/api';
 import { RegExpRouter } from 'hono/router/reg-exp-router';
 import type { Logger } from 'pino';
 import {
@@ -18,6 +25,7 @@ import {
   type KeyStore,
   type Principal,
   parseInput,
+  principalAttributes,
   requireScope,
   type Scope,
   type TokenAuthenticator,
@@ -289,6 +297,7 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
       authenticator: identity?.tokens,
       target,
     });
+    trace.getActiveSpan()?.setAttributes(principalAttributes(principal));
     if (limiter) {
       const wait = limiter(principal.keyId);
       if (wait > 0) {
@@ -335,6 +344,7 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
       tenantId: principal.tenantId,
       allowedSources: principal.sources,
       keyId: principal.keyId,
+      ...(principal.record === undefined ? {} : { principal: principal.record }),
       scopes: principal.scopes,
       labels: principal.labels,
     };

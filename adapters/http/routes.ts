@@ -26,7 +26,9 @@ import {
   PolicyRevisionListSchema,
   PolicyRevisionQuerySchema,
   PolicyRevisionSchema,
+  PrincipalRecordSchema,
   PutPolicyInputSchema,
+  principalOfKey,
   queryNumber,
   RecordStateInputSchema,
   RecordStateResultSchema,
@@ -96,6 +98,8 @@ const MeSchema = z.object({
   sources: z.array(z.string()),
   /** Matched against a policy's `approval.approvers`. */
   labels: z.array(z.string()),
+  /** Who the caller is as events record it: the key, or a token's issuer, subject and client. */
+  principal: PrincipalRecordSchema,
 });
 
 /** The `/v1` operations, by operationId. */
@@ -418,6 +422,7 @@ export const API_ROUTES = {
       scopes: [...principal.scopes],
       sources: [...principal.sources],
       labels: [...(principal.labels ?? [])],
+      principal: principal.record ?? principalOfKey(principal.keyId),
     }),
   }),
   // ---- approvals --------------------------------------------------------------------------------

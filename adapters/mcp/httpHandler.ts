@@ -146,6 +146,7 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
         allowedSources: principal.sources,
         scopes: principal.scopes,
         keyId: principal.keyId,
+        ...(principal.record === undefined ? {} : { principal: principal.record }),
         labels: principal.labels,
       },
       ...(log === undefined ? {} : { logger: log }),
@@ -173,7 +174,14 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     }
     const stepUp = stepUpAnswer(principal, 'parsedBody' in body ? body.parsedBody : undefined);
     if (stepUp) return stepUp;
-    const key = JSON.stringify([principal.keyId, principal.tenantId, principal.scopes, principal.sources]);
+    const key = JSON.stringify([
+      principal.keyId,
+      principal.tenantId,
+      principal.scopes,
+      principal.sources,
+      principal.labels,
+      principal.record,
+    ]);
     const server = idle.get(key)?.pop() ?? build(principal);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,

@@ -1,8 +1,40 @@
+import { z } from 'zod';
+
 /**
  * Who did something, as history records it: one delimited object built here and nowhere else,
  * so the data-lifecycle rules can classify it as a whole (an IdP subject may be personal data).
  * IDs only: never a token, a name or an e-mail address.
  */
+
+/** The schema of {@link PrincipalRecord} (for the OpenAPI document and readers). */
+export const PrincipalRecordSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('key'), key_id: z.string() }),
+  z.object({
+    kind: z.literal('oidc'),
+    iss: z.string(),
+    sub: z.string(),
+    client_id: z.string().optional(),
+    act: z.string().optional(),
+  }),
+]);
+
+/**
+ * Span attributes naming a caller: IDs only. For a token, the pseudonymous `id` (the key-ID
+ * stand-in) rather than the issuer's subject, which may be personal data.
+ */
+export function principalAttributes(principal: {
+  keyId: string;
+  record?: PrincipalRecord | undefined;
+}): Record<string, string> {
+  const record = principal.record;
+  return {
+    'gatehouse.principal.kind': record?.kind ?? 'key',
+    'gatehouse.principal.id': principal.keyId,
+    ...(record?.kind === 'oidc' && record.client_id !== undefined
+      ? { 'gatehouse.principal.client_id': record.client_id }
+      : {}),
+  };
+}
 
 /** A principal as recorded on events (`data.principal`). */
 export type PrincipalRecord =
@@ -18,6 +50,17 @@ export type PrincipalRecord =
       /** For a delegated token, the subject of the actor (`act.sub`, RFC 8693). */
       act?: string;
     };
+
+/**
+ * The principal of a call, as its events record it: the face's record, else the key's; none for
+ * an in-process call. The one place a record is derived from a call context.
+ */
+export function principalOf(
+  ctx: { principal?: PrincipalRecord | undefined; keyId?: string | undefined } | undefined,
+): PrincipalRecord | undefined {
+  if (ctx?.principal) return ctx.principal;
+  return ctx?.keyId === undefined ? undefined : principalOfKey(ctx.keyId);
+}
 
 /**
  * The record of an API key holder.

@@ -2,6 +2,8 @@
  * Appending history events: each one chained to the last by its hash, and a delivery queued
  * for every active webhook it matches, in the caller's transaction (the transactional outbox).
  */
+
+import type { PrincipalRecord } from '../auth/principalRecord.js';
 import { GENESIS_HASH, hashTenantEvent } from '../history/hashChain.js';
 import type { IdGenerator } from '../runtime.js';
 import type { EventType } from '../schemas.js';
@@ -24,6 +26,8 @@ export interface AppendEventsOptions {
   now: () => string;
   /** Called (as a microtask) when the append queued at least one delivery. */
   onDeliveriesQueued?: (() => void) | undefined;
+  /** Who caused the events: recorded as `data.principal` on each. @default none (no caller) */
+  principal?: PrincipalRecord | undefined;
 }
 
 /** Appends events in one transaction, chaining them and queuing matching deliveries. */
@@ -34,7 +38,7 @@ export async function appendEvents(
   options: AppendEventsOptions,
 ): Promise<StoredEvent[]> {
   if (drafts.length === 0) return [];
-  const { ids, now, onDeliveriesQueued } = options;
+  const { ids, now, onDeliveriesQueued, principal } = options;
   const head = await tx.lockChainHead(tenantId);
   let seq = head?.seq ?? 0;
   let prevHash = head?.hash ?? GENESIS_HASH;
@@ -51,7 +55,7 @@ export async function appendEvents(
       type: draft.type,
       session_id: draft.session_id,
       occurred_at: now(),
-      data: draft.data,
+      data: principal === undefined ? draft.data : { ...draft.data, principal },
       prev_hash: prevHash,
       hash: '',
       decision_id: draft.decision_id ?? null,

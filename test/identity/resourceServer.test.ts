@@ -449,3 +449,50 @@ describe('tenants', () => {
     }
   });
 });
+
+describe('who did what', () => {
+  async function write(token: string, session: string) {
+    const res = await app.request('/v1/state/items', {
+      method: 'POST',
+      headers: { ...bearer(token), 'content-type': 'application/json' },
+      body: JSON.stringify({
+        session_id: session,
+        key: 'trip.city',
+        value: 'Oslo',
+        type: 'fact',
+        source: 'user_input',
+      }),
+    });
+    expect(res.status).toBe(201);
+  }
+  async function principalsOf(session: string) {
+    const res = await get(`/v1/history/events?session_id=${session}`, adminKey);
+    const { events } = (await res.json()) as { events: Array<{ data: { principal?: unknown } }> };
+    return events.map((e) => e.data.principal);
+  }
+
+  it('an event records the token holder (issuer, subject, client) or the key, as one principal object', async () => {
+    const token = await idp.clientCredentials({
+      clientId: 'writer',
+      resource: V1_AUDIENCE,
+      scope: 'gatehouse.read gatehouse.write',
+    });
+    await write(token, 'who-1');
+    expect(await principalsOf('who-1')).toEqual([
+      { kind: 'oidc', iss: idp.issuer, sub: 'writer', client_id: 'writer' },
+    ]);
+    await write(adminKey, 'who-2');
+    const me = (await (await get('/v1/me', adminKey)).json()) as { key_id: string; principal: unknown };
+    expect(me.principal).toEqual({ kind: 'key', key_id: me.key_id });
+    expect(await principalsOf('who-2')).toEqual([{ kind: 'key', key_id: me.key_id }]);
+  });
+
+  it('a delegated token records its actor (act), and /v1/me shows the caller as events will', async () => {
+    const token = await forge({ scope: 'gatehouse.read gatehouse.write', act: { sub: 'agent-7' } });
+    await write(token, 'who-3');
+    const recorded = { kind: 'oidc', iss: idp.issuer, sub: 'user-1', client_id: 'forged', act: 'agent-7' };
+    expect(await principalsOf('who-3')).toEqual([recorded]);
+    const me = (await (await get('/v1/me', token)).json()) as { principal: unknown };
+    expect(me.principal).toEqual(recorded);
+  });
+});
