@@ -168,7 +168,10 @@ export function createTokenAuthenticator(options: TokenAuthenticatorOptions): To
   /** Claims → principal; refuses a token that reaches no tenant or no scope. */
   function principalOf(issuer: IssuerConfig, payload: JWTPayload): Principal {
     const claims = payload as Record<string, unknown>;
-    if (typeof payload.sub !== 'string' || payload.sub === '') throw invalid('The token has no subject.');
+    const clientId = claims['client_id'] ?? claims['azp'];
+    // A client-credentials token's subject is its client (RFC 9068 §2.2); some issuers leave `sub` out.
+    const sub = typeof payload.sub === 'string' && payload.sub !== '' ? payload.sub : clientId;
+    if (typeof sub !== 'string' || sub === '') throw invalid('The token names no subject and no client.');
     let tenantId: string;
     if (issuer.tenant !== undefined) {
       tenantId = issuer.tenant;
@@ -200,16 +203,15 @@ export function createTokenAuthenticator(options: TokenAuthenticatorOptions): To
       );
     }
     const act = (claims['act'] as { sub?: unknown } | undefined)?.sub;
-    const clientId = claims['client_id'] ?? claims['azp'];
     return {
       tenantId,
-      keyId: subjectId(issuer.issuer, payload.sub),
+      keyId: subjectId(issuer.issuer, sub),
       scopes: [...scopes],
       sources: [...sources],
       labels: [...labels],
       record: principalOfToken({
         iss: issuer.issuer,
-        sub: payload.sub,
+        sub,
         clientId: typeof clientId === 'string' ? clientId : undefined,
         act: typeof act === 'string' ? act : undefined,
       }),
@@ -242,7 +244,7 @@ export function createTokenAuthenticator(options: TokenAuthenticatorOptions): To
         audience,
         algorithms: [...(config.algorithms ?? ASYMMETRIC_ALGORITHMS)],
         clockTolerance: config.clock_tolerance_seconds,
-        requiredClaims: ['exp', 'sub'],
+        requiredClaims: ['exp'],
         currentDate: now(),
       }));
     } catch (error) {

@@ -26,7 +26,7 @@ import {
   type Scope,
   systemRandomBytes,
 } from '../../src/index.js';
-import { startTestIdp, type TestIdp } from './testIdp.js';
+import { CLIENT_SECRET, startTestIdp, type TestIdp } from './testIdp.js';
 
 const PUBLIC_URL = 'http://gatehouse.test';
 const MCP_RESOURCE = `${PUBLIC_URL}/mcp`;
@@ -494,5 +494,50 @@ describe('who did what', () => {
     expect(await principalsOf('who-3')).toEqual([recorded]);
     const me = (await (await get('/v1/me', token)).json()) as { principal: unknown };
     expect(me.principal).toEqual(recorded);
+  });
+});
+
+describe('opaque tokens (RFC 7662 introspection)', () => {
+  it('an opaque token is introspected at the issuer and mapped like a JWT; an unknown one is refused', async () => {
+    const OPAQUE = `${PUBLIC_URL}/opaque`;
+    const opaqueIdp = await startTestIdp({ opaqueResources: [OPAQUE] });
+    const introspecting = buildApp(
+      parseIdentityConfig({
+        issuers: [
+          {
+            issuer: opaqueIdp.issuer,
+            audiences: [OPAQUE],
+            tenant: 'acme',
+            map: RULES,
+            introspection: {
+              endpoint: `${opaqueIdp.issuer}/token/introspection`,
+              client_id: 'reader',
+              client_secret: CLIENT_SECRET,
+            },
+          },
+        ],
+      }),
+    );
+    try {
+      const token = await opaqueIdp.clientCredentials({
+        clientId: 'reader',
+        resource: OPAQUE,
+        scope: 'gatehouse.read',
+      });
+      expect(token.split('.')).toHaveLength(1);
+      const me = await introspecting.request('/v1/me', { headers: bearer(token) });
+      expect(me.status, await me.clone().text()).toBe(200);
+      expect(((await me.json()) as { principal: unknown }).principal).toMatchObject({
+        kind: 'oidc',
+        iss: opaqueIdp.issuer,
+        client_id: 'reader',
+      });
+      const unknown = await introspecting.request('/v1/me', { headers: bearer('not-issued-by-anyone') });
+      expect(unknown.status).toBe(401);
+      expect(unknown.headers.get('www-authenticate')).toContain('error="invalid_token"');
+    } finally {
+      introspecting.close();
+      await opaqueIdp.close();
+    }
   });
 });

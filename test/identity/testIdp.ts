@@ -40,6 +40,8 @@ export interface TestIdpOptions {
   resources?: readonly string[];
   /** The resource scopes the signed-in user may be granted. @default all of {@link IDP_SCOPES} */
   entitlements?: readonly string[];
+  /** Resources that get opaque access tokens (for introspection) instead of JWTs. */
+  opaqueResources?: readonly string[];
   /** Confidential client-credentials clients and the scopes each may get. */
   machineClients?: ReadonlyArray<{ clientId: string; scope: string }>;
 }
@@ -98,7 +100,7 @@ export async function startTestIdp(options: TestIdpOptions = {}): Promise<TestId
           return {
             scope: entitled.join(' '),
             audience: resourceIndicator,
-            accessTokenFormat: 'jwt',
+            accessTokenFormat: options.opaqueResources?.includes(resourceIndicator) ? 'opaque' : 'jwt',
             accessTokenTTL: 300,
             jwt: { sign: { alg: 'ES256' } },
           };
