@@ -21,6 +21,7 @@ export {
 export {
   ASYMMETRIC_ALGORITHMS,
   type ClaimRule,
+  type ConsoleSignIn,
   type IdentityConfig,
   IdentityConfigSchema,
   type IssuerConfig,

@@ -69,9 +69,14 @@ async function openTtlStore(redisUrl: string | undefined, log: Logger): Promise<
  * Reads `--identity-config` into an authenticator.
  * @throws {GatehouseError} `invalid_request` naming the file and every broken rule, or a missing `--public-url`
  */
-export async function loadIdentity(
-  config: Pick<ServeConfig, 'identityConfig' | 'publicUrl'>,
-): Promise<{ tokens: TokenAuthenticator; publicUrl: string } | undefined> {
+export async function loadIdentity(config: Pick<ServeConfig, 'identityConfig' | 'publicUrl'>): Promise<
+  | {
+      tokens: TokenAuthenticator;
+      publicUrl: string;
+      consoleSignIn?: { issuer: string; client_id: string; scope: string; resource: string };
+    }
+  | undefined
+> {
   if (config.identityConfig === undefined) return undefined;
   const file = config.identityConfig;
   if (config.publicUrl === undefined) {
@@ -96,7 +101,23 @@ export async function loadIdentity(
     config: parsed,
     mcpResource: protectedResourceUrls(config.publicUrl).resource,
   });
-  return { tokens, publicUrl: config.publicUrl };
+  const signIn = parsed.console;
+  const audiences = parsed.issuers.find((i) => i.issuer === signIn?.issuer)?.audiences ?? [];
+  const resource = signIn?.resource ?? audiences[0];
+  return {
+    tokens,
+    publicUrl: config.publicUrl,
+    ...(signIn && resource !== undefined
+      ? {
+          consoleSignIn: {
+            issuer: signIn.issuer,
+            client_id: signIn.client_id,
+            scope: signIn.scope,
+            resource,
+          },
+        }
+      : {}),
+  };
 }
 
 /** Starts the service and returns once it listens. */
@@ -149,8 +170,8 @@ export async function startService(
     ...(ttlStore ? { ttlStore } : {}),
     idempotency: { maxEntries: config.idempotencyMaxEntries, maxBytes: config.idempotencyMaxBytes },
     metrics: createMetrics({ defaults: true }),
-    console: config.ui,
-    ...(identity ? { identity } : {}),
+    console: config.ui && identity?.consoleSignIn ? { signIn: identity.consoleSignIn } : config.ui,
+    ...(identity ? { identity: { tokens: identity.tokens, publicUrl: identity.publicUrl } } : {}),
     mcp: createMcpHttpHandler({
       ...(identity ? { insufficientScopeChallenge: stepUpChallenge(identity) } : {}),
       gatehouse,

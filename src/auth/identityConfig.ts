@@ -101,13 +101,45 @@ export const IssuerConfigSchema = z
     }
   });
 
+/**
+ * The console's sign-in at an issuer: authorization code + PKCE as a public client (registered at
+ * the issuer with the redirect URI `<public-url>/ui/`), asking for a token for `resource`.
+ */
+export const ConsoleSignInSchema = z
+  .object({
+    /** One of `issuers`. */
+    issuer: HttpUrl,
+    client_id: z.string().min(1),
+    /** @default 'openid' */
+    scope: z.string().min(1).default('openid'),
+    /** The resource (RFC 8707) to ask a token for. @default the issuer's first audience */
+    resource: z.string().min(1).optional(),
+  })
+  .strict();
+
 /** The whole identity configuration (`--identity-config`). */
 export const IdentityConfigSchema = z
   .object({
     issuers: z.array(IssuerConfigSchema).min(1),
+    console: ConsoleSignInSchema.optional(),
   })
   .strict()
   .superRefine((config, ctx) => {
+    if (config.console) {
+      const issuer = config.issuers.find((i) => i.issuer === config.console?.issuer);
+      if (!issuer) {
+        ctx.addIssue({ code: 'custom', path: ['console', 'issuer'], message: 'is not one of `issuers`' });
+      } else {
+        const resource = config.console.resource ?? issuer.audiences[0];
+        if (resource === undefined || !issuer.audiences.includes(resource)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['console', 'resource'],
+            message: "must be one of the issuer's `audiences` (the console calls /v1)",
+          });
+        }
+      }
+    }
     const seen = new Set<string>();
     config.issuers.forEach((issuer, i) => {
       if (seen.has(issuer.issuer)) {
@@ -121,6 +153,8 @@ export const IdentityConfigSchema = z
 export type IdentityConfig = z.output<typeof IdentityConfigSchema>;
 /** One parsed issuer. */
 export type IssuerConfig = z.output<typeof IssuerConfigSchema>;
+/** The console's sign-in, parsed. */
+export type ConsoleSignIn = z.output<typeof ConsoleSignInSchema>;
 /** One parsed claim rule. */
 export type ClaimRule = z.output<typeof ClaimRuleSchema>;
 

@@ -6,7 +6,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
-import Provider from 'oidc-provider';
+import Provider, { type ClientMetadata } from 'oidc-provider';
 
 /** The token scope values the tests map to Gatehouse scopes. */
 export const IDP_SCOPES = ['gatehouse.read', 'gatehouse.write', 'gatehouse.approve'] as const;
@@ -42,6 +42,8 @@ export interface TestIdpOptions {
   entitlements?: readonly string[];
   /** Resources that get opaque access tokens (for introspection) instead of JWTs. */
   opaqueResources?: readonly string[];
+  /** Public browser clients (authorization code + PKCE, no secret) and where each redirects. */
+  publicClients?: ReadonlyArray<{ clientId: string; redirectUri: string }>;
   /** Confidential client-credentials clients and the scopes each may get. */
   machineClients?: ReadonlyArray<{ clientId: string; scope: string }>;
 }
@@ -67,16 +69,32 @@ export async function startTestIdp(options: TestIdpOptions = {}): Promise<TestId
   const subject = 'user-7f3a';
   let entitled: readonly string[] = options.entitlements ?? IDP_SCOPES;
   const provider = new Provider(issuer, {
-    clients: (options.machineClients ?? DEFAULT_MACHINE_CLIENTS).map(({ clientId, scope }) => ({
-      client_id: clientId,
-      client_secret: CLIENT_SECRET,
-      grant_types: ['client_credentials'],
-      response_types: [],
-      redirect_uris: [],
-      token_endpoint_auth_method: 'client_secret_basic',
-      id_token_signed_response_alg: 'ES256',
-      scope,
-    })),
+    clients: (options.machineClients ?? DEFAULT_MACHINE_CLIENTS)
+      .map(
+        ({ clientId, scope }): ClientMetadata => ({
+          client_id: clientId,
+          client_secret: CLIENT_SECRET,
+          grant_types: ['client_credentials'],
+          response_types: [],
+          redirect_uris: [],
+          token_endpoint_auth_method: 'client_secret_basic',
+          id_token_signed_response_alg: 'ES256',
+          scope,
+        }),
+      )
+      .concat(
+        (options.publicClients ?? []).map(
+          ({ clientId, redirectUri }): ClientMetadata => ({
+            client_id: clientId,
+            grant_types: ['authorization_code'],
+            response_types: ['code'],
+            redirect_uris: [redirectUri],
+            token_endpoint_auth_method: 'none',
+            id_token_signed_response_alg: 'ES256',
+            scope: `openid ${IDP_SCOPES.join(' ')}`,
+          }),
+        ),
+      ),
     jwks: { keys: [privateJwk] },
     scopes: ['openid', 'offline_access', ...IDP_SCOPES],
     claims: { openid: ['sub'], groups: ['groups'] },
