@@ -541,3 +541,87 @@ describe('opaque tokens (RFC 7662 introspection)', () => {
     }
   });
 });
+
+describe('approvers named by IdP groups', () => {
+  it('a policy approver label mapped from a groups claim lets that group decide, and the event says who', async () => {
+    const { DEFAULT_POLICY_YAML } = await import('../../src/gate/index.js');
+    const { compilePolicy } = await import('../../src/index.js');
+    const policy = DEFAULT_POLICY_YAML.replace(
+      "exceeds the budget of {state['budget.limit'].value}.\"\n",
+      "exceeds the budget of {state['budget.limit'].value}.\"\n        approval: { expires_in: 15m, approvers: [finance] }\n",
+    );
+    const store = openSqliteStore();
+    const held = createGatehouse({ store, policy: compilePolicy(policy) });
+    const tokens = createTokenAuthenticator({
+      config: parseIdentityConfig({
+        issuers: [
+          {
+            issuer: idp.issuer,
+            audiences: [V1_AUDIENCE],
+            tenant: 'default',
+            map: [
+              RULES[0]!,
+              RULES[1]!,
+              // Deciding at all is a scope; being an approver of `finance` rules is the group.
+              { claim: 'scope', value: 'gatehouse.approve', scopes: ['approvals:decide'] },
+              {
+                claim: 'groups',
+                value: 'finance-approvers',
+                scopes: ['approvals:decide'],
+                labels: ['finance'],
+              },
+            ],
+          },
+        ],
+      }),
+      mcpResource: MCP_RESOURCE,
+    });
+    const approvalsApp = createHttpApp({
+      gatehouse: held,
+      rateLimit: false,
+      identity: { tokens, publicUrl: PUBLIC_URL },
+    });
+    const post = (token: string, path: string, body: unknown) =>
+      approvalsApp.request(path, {
+        method: 'POST',
+        headers: { ...bearer(token), 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    try {
+      const agent = await forge({ sub: 'agent-svc', scope: 'gatehouse.read gatehouse.write' });
+      await post(agent, '/v1/state/items', {
+        session_id: 'pay',
+        key: 'budget.limit',
+        value: '5000',
+        type: 'fact',
+        source: 'user_input',
+      });
+      const evaluation = await post(agent, '/v1/gates/evaluate', {
+        session_id: 'pay',
+        action: 'payments.transfer',
+        params: { amount: 9000 },
+      });
+      const decision = (await evaluation.json()) as { approval?: { id: string } };
+      const approvalId = decision.approval!.id;
+      // Decide scope but not in the group: not an approver of this rule.
+      const outsider = await forge({ sub: 'bob', scope: 'gatehouse.approve' });
+      expect((await post(outsider, `/v1/approvals/${approvalId}/approve`, {})).status).toBe(403);
+      const approver = await forge({ sub: 'carol', scope: 'gatehouse.read', groups: ['finance-approvers'] });
+      const approved = await post(approver, `/v1/approvals/${approvalId}/approve`, {});
+      expect(approved.status).toBe(200);
+      const events = await held.readHistory(
+        { session_id: 'pay', type: 'approval.approved' },
+        { tenantId: 'default' },
+      );
+      expect(events.events[0]?.data['principal']).toEqual({
+        kind: 'oidc',
+        iss: idp.issuer,
+        sub: 'carol',
+        client_id: 'forged',
+      });
+    } finally {
+      approvalsApp.close();
+      await store.close();
+    }
+  });
+});
