@@ -7,7 +7,16 @@ import { get, seg } from './api.js';
 import { badge, errorBox, facts, h, json, link, replace, row, shortId, table, time } from './dom.js';
 import type { HistoryEvent } from './historyPage.js';
 import type { Delivery, Page, PageContext, StateItem, Webhook } from './pageTypes.js';
+import { principalLabel, principalRecordOf } from './principalLabel.js';
 import { maskValue } from './secretMask.js';
+
+/** Who asked: the decision's principal, else its evaluation event's; `—` for older records. */
+function askedBy(record: object, events: readonly HistoryEvent[]): string {
+  const own = principalRecordOf((record as { principal?: unknown }).principal);
+  const evaluation = events.find((e) => e.type === 'gate_evaluation');
+  const principal = own ?? principalRecordOf(evaluation?.data['principal']);
+  return principal ? principalLabel(principal) : '—';
+}
 
 interface Reason {
   rule: string;
@@ -173,6 +182,7 @@ async function render(root: HTMLElement, ctx: PageContext): Promise<void> {
       ['Session', link(`sessions/${seg(record.session_id)}`, record.session_id)],
       ['Evaluated', time(record.evaluated_at)],
       ['Policy revision', h('span', { class: 'mono' }, record.policy.revision.slice(0, 16))],
+      ['Asked by', askedBy(record, events)],
       [
         'Outcome',
         outcome

@@ -5,6 +5,7 @@
 import { followStream, get } from './api.js';
 import { badge, errorBox, h, link, replace, row, shortId, shown, time } from './dom.js';
 import type { Page, PageContext } from './pageTypes.js';
+import { principalLabel, principalRecordOf } from './principalLabel.js';
 import { EVENT_TYPES, VERDICTS } from './vocabulary.js';
 
 /** The part of a history event the console reads. */
@@ -115,6 +116,8 @@ export function summarize(event: HistoryEvent): Node {
       );
     }
   }
+  const principal = principalRecordOf(d['principal']);
+  if (principal) span.append(h('span', { class: 'muted principal' }, ` · by ${principalLabel(principal)}`));
   return span;
 }
 

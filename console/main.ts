@@ -9,8 +9,10 @@ import { approvalPage, approvalsPage, pendingCount } from './approvalsPage.js';
 import { decisionPage } from './decisionPage.js';
 import { errorBox, h, replace } from './dom.js';
 import { historyPage } from './historyPage.js';
+import { finishSignIn, loadSignInConfig, type SignInConfig, startSignIn } from './idpSignIn.js';
 import type { Me, Page, PageContext } from './pageTypes.js';
 import { policyPage } from './policyPage.js';
+import { principalLabel, principalRecordOf } from './principalLabel.js';
 import { sessionPage, sessionsPage } from './sessionsPage.js';
 import { webhookPage, webhooksPage } from './webhooksPage.js';
 
@@ -103,12 +105,34 @@ function signIn(message?: string): void {
     error,
     h('button', { type: 'submit' }, 'Sign in'),
   );
+  const provider = identityProvider;
+  const idpButton = provider
+    ? h(
+        'button',
+        {
+          type: 'button',
+          id: 'idp-sign-in',
+          onclick: () =>
+            void startSignIn(provider).catch((e: unknown) =>
+              replace(error, h('p', { class: 'error', role: 'alert' }, (e as Error).message)),
+            ),
+        },
+        `Sign in with ${new URL(provider.issuer).host}`,
+      )
+    : null;
   replace(
     app,
     h(
       'main',
       { id: 'main', class: 'signin' },
-      h('div', { class: 'panel' }, h('h1', { id: 'signin-title' }, 'Gatehouse console'), form),
+      h(
+        'div',
+        { class: 'panel' },
+        h('h1', { id: 'signin-title' }, 'Gatehouse console'),
+        idpButton,
+        idpButton ? h('p', { class: 'muted' }, 'or with an API key:') : null,
+        form,
+      ),
     ),
   );
   input.focus();
@@ -245,7 +269,7 @@ async function boot(): Promise<void> {
       h(
         'div',
         { class: 'whoami' },
-        h('span', { id: 'whoami' }, `${me.name ?? me.key_id} · ${me.tenant_id}`),
+        h('span', { id: 'whoami' }, `${whoAmI(me)} · ${me.tenant_id}`),
         h('span', { class: 'scopes mono' }, me.scopes.join(' ')),
         signOut,
       ),
@@ -324,5 +348,29 @@ async function boot(): Promise<void> {
   await route();
 }
 
+/** The key's name, a token holder's subject and client, else the key ID. */
+function whoAmI(me: Me): string {
+  const principal = principalRecordOf(me.principal);
+  if (me.name) return me.name;
+  return principal?.kind === 'oidc' ? principalLabel(principal) : me.key_id;
+}
+
+/** Sign-in at the identity provider, when the service offers it. */
+let identityProvider: SignInConfig | null = null;
+
+/** Loads the sign-in options, finishes an identity-provider sign-in under way, then boots. */
+async function start(): Promise<void> {
+  identityProvider = await loadSignInConfig();
+  if (identityProvider) {
+    try {
+      const token = await finishSignIn(identityProvider);
+      if (token) storeKey(token);
+    } catch (error) {
+      return signIn((error as Error).message);
+    }
+  }
+  await boot();
+}
+
 whenUnauthorized(keyRefused);
-void boot();
+void start();

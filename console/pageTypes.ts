@@ -9,6 +9,8 @@ export interface Me {
   sources: string[];
   /** Matched against an approval's `approvers` (absent from servers before approvals). */
   labels?: string[];
+  /** Who the caller is as events record it (absent from servers before identity). */
+  principal?: unknown;
 }
 
 /** What a page gets when it renders. */

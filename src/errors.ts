@@ -40,6 +40,13 @@ export interface GatehouseErrorOptions {
   cause?: unknown;
   /** Seconds after which a retry may succeed (rate limits). */
   retryAfter?: number;
+  /**
+   * For `forbidden`: the one scope the caller lacks, so a token holder can ask its issuer for it
+   * (`WWW-Authenticate: Bearer error="insufficient_scope"`).
+   */
+  requiredScope?: string;
+  /** For `unauthorized` from a bearer token: `invalid_token` (RFC 6750), set when a token was sent. */
+  tokenError?: 'invalid_token';
 }
 
 /**
@@ -51,6 +58,8 @@ export class GatehouseError extends Error {
   readonly code: ErrorCode;
   readonly errors: FieldError[];
   readonly retryAfter: number | undefined;
+  readonly requiredScope: string | undefined;
+  readonly tokenError: 'invalid_token' | undefined;
 
   constructor(code: ErrorCode, message: string, options: GatehouseErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -58,6 +67,8 @@ export class GatehouseError extends Error {
     this.code = code;
     this.errors = options.errors ?? [];
     this.retryAfter = options.retryAfter;
+    this.requiredScope = options.requiredScope;
+    this.tokenError = options.tokenError;
   }
 }
 

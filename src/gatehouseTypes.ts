@@ -5,6 +5,7 @@
  * the operations) would make an import circle.
  */
 
+import type { PrincipalRecord } from './auth/principalRecord.js';
 import type { CompiledPolicy } from './gate/index.js';
 import type {
   ActivatePolicyInput,
@@ -64,6 +65,11 @@ export interface CallContext {
    * @default none: an in-process call
    */
   keyId?: string;
+  /**
+   * Who is calling, as events record it (`data.principal`): faces set it from the key or token.
+   * @default `{ kind: 'key', key_id: keyId }` when `keyId` is set, else none
+   */
+  principal?: PrincipalRecord;
   /**
    * The key's scopes, matched against a policy's `approval.approvers`.
    * @default every scope (an in-process call)

@@ -19,6 +19,29 @@ export {
   requireScope,
 } from './auth/apiKeys.js';
 export {
+  ASYMMETRIC_ALGORITHMS,
+  type ClaimRule,
+  type ConsoleSignIn,
+  type IdentityConfig,
+  IdentityConfigSchema,
+  type IssuerConfig,
+  parseIdentityConfig,
+} from './auth/identityConfig.js';
+export {
+  type PrincipalRecord,
+  PrincipalRecordSchema,
+  principalAttributes,
+  principalOf,
+  principalOfKey,
+  principalOfToken,
+} from './auth/principalRecord.js';
+export {
+  createTokenAuthenticator,
+  type TokenAuthenticator,
+  type TokenAuthenticatorOptions,
+  type TokenTarget,
+} from './auth/tokenAuthenticator.js';
+export {
   ERROR_CODES,
   type ErrorCode,
   type FieldError,

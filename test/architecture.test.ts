@@ -23,6 +23,8 @@ const CORE_LIBRARIES = [
   'ulid',
   '@marcbachmann/cel-js',
   'standardwebhooks',
+  // Access-token verification is core, like API-key checks: jose has no dependencies of its own.
+  'jose',
   // Spans and metrics through the API only: no-ops until a host registers an SDK.
   '@opentelemetry/api',
 ];

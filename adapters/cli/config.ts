@@ -54,6 +54,34 @@ export interface ServeConfig extends ServiceConfig {
   mcpAllowedOrigins: string[] | undefined;
   /** Serve the web console at `/ui/`. @default true (`--no-ui`, env GATEHOUSE_UI=0 turn it off) */
   ui: boolean;
+  /**
+   * Trusted token issuers (YAML or JSON file); needs `publicUrl`.
+   * @default none: API keys only (env GATEHOUSE_IDENTITY_CONFIG)
+   */
+  identityConfig: string | undefined;
+  /**
+   * The service's public base URL (`https://gatehouse.example.org`): `/mcp`'s OAuth resource
+   * identifier is built from it, never from a request's Host header. (env GATEHOUSE_PUBLIC_URL)
+   */
+  publicUrl: string | undefined;
+}
+
+/** Checks `--public-url`: an absolute http(s) URL without query or fragment; the trailing `/` dropped. */
+function publicUrl(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new GatehouseError('invalid_request', `--public-url must be an absolute URL, got '${value}'.`);
+  }
+  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.search !== '' || url.hash !== '') {
+    throw new GatehouseError(
+      'invalid_request',
+      `--public-url must be an http(s) URL without query or fragment, got '${value}'.`,
+    );
+  }
+  return url.href.replace(/\/+$/, '');
 }
 
 type Flags = Record<string, unknown>;
@@ -170,6 +198,8 @@ export function readServeConfig(flags: Flags): ServeConfig {
       '--mcp-allowed-origins',
       (allowedOrigins) => createHostOriginCheck({ allowedOrigins }),
     ),
+    identityConfig: flagOrEnv(flags, 'identityConfig', 'GATEHOUSE_IDENTITY_CONFIG'),
+    publicUrl: publicUrl(flagOrEnv(flags, 'publicUrl', 'GATEHOUSE_PUBLIC_URL')),
   };
 }
 

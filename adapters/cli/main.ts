@@ -103,6 +103,14 @@ serve
     '--mcp-allowed-origins <list>',
     'comma-separated Origin values /mcp accepts (env GATEHOUSE_MCP_ALLOWED_ORIGINS; default: origins on the allowed hosts)',
   )
+  .option(
+    '--identity-config <file>',
+    'trusted token issuers, YAML or JSON: OIDC/OAuth access tokens on /v1 and /mcp besides API keys (env GATEHOUSE_IDENTITY_CONFIG; see docs/identity.md)',
+  )
+  .option(
+    '--public-url <url>',
+    "this service's public base URL; /mcp's OAuth resource is <url>/mcp (env GATEHOUSE_PUBLIC_URL; needed with --identity-config)",
+  )
   .action(async (flags) => {
     const config = readServeConfig(flags);
     const log = pino({ level: config.logLevel }, pino.destination(2));

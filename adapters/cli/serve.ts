@@ -2,16 +2,29 @@
  * `gatehouse serve`: the /v1 API, /mcp, and the webhook dispatcher on one port.
  */
 import { watch } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import Keyv from 'keyv';
 import pino, { type Logger } from 'pino';
+import { parse as parseYaml } from 'yaml';
 import {
   createFirstApiKey,
   createIdGenerator,
+  createTokenAuthenticator,
   type Gatehouse,
   GatehouseError,
+  parseIdentityConfig,
+  type Scope,
   systemRandomBytes,
+  type TokenAuthenticator,
 } from '../../src/index.js';
-import { createHttpApp, createMetrics, type RunningServer, startHttpServer } from '../http/index.js';
+import {
+  bearerChallenge,
+  createHttpApp,
+  createMetrics,
+  protectedResourceUrls,
+  type RunningServer,
+  startHttpServer,
+} from '../http/index.js';
 import { createMcpHttpHandler, defaultAllowedHosts, isWildcardAddress } from '../mcp/index.js';
 import {
   assertWebhookUrlAllowed,
@@ -52,6 +65,61 @@ async function openTtlStore(redisUrl: string | undefined, log: Logger): Promise<
   return ttl;
 }
 
+/**
+ * Reads `--identity-config` into an authenticator.
+ * @throws {GatehouseError} `invalid_request` naming the file and every broken rule, or a missing `--public-url`
+ */
+export async function loadIdentity(config: Pick<ServeConfig, 'identityConfig' | 'publicUrl'>): Promise<
+  | {
+      tokens: TokenAuthenticator;
+      publicUrl: string;
+      consoleSignIn?: { issuer: string; client_id: string; scope: string; resource: string };
+    }
+  | undefined
+> {
+  if (config.identityConfig === undefined) return undefined;
+  const file = config.identityConfig;
+  if (config.publicUrl === undefined) {
+    throw new GatehouseError(
+      'invalid_request',
+      '--identity-config needs --public-url (env GATEHOUSE_PUBLIC_URL): the resource identifier of /mcp is built from it.',
+    );
+  }
+  let document: unknown;
+  try {
+    document = parseYaml(await readFile(file, 'utf8'));
+  } catch (error) {
+    throw new GatehouseError('invalid_request', `--identity-config ${file}: ${(error as Error).message}`);
+  }
+  let parsed: ReturnType<typeof parseIdentityConfig>;
+  try {
+    parsed = parseIdentityConfig(document);
+  } catch (error) {
+    throw new GatehouseError('invalid_request', `--identity-config ${file}: ${(error as Error).message}`);
+  }
+  const tokens = createTokenAuthenticator({
+    config: parsed,
+    mcpResource: protectedResourceUrls(config.publicUrl).resource,
+  });
+  const signIn = parsed.console;
+  const audiences = parsed.issuers.find((i) => i.issuer === signIn?.issuer)?.audiences ?? [];
+  const resource = signIn?.resource ?? audiences[0];
+  return {
+    tokens,
+    publicUrl: config.publicUrl,
+    ...(signIn && resource !== undefined
+      ? {
+          consoleSignIn: {
+            issuer: signIn.issuer,
+            client_id: signIn.client_id,
+            scope: signIn.scope,
+            resource,
+          },
+        }
+      : {}),
+  };
+}
+
 /** Starts the service and returns once it listens. */
 export async function startService(
   config: ServeConfig,
@@ -65,6 +133,7 @@ export async function startService(
     );
   }
   // Configuration first (a missing optional peer fails before the database is touched).
+  const identity = await loadIdentity(config);
   const ttlStore = await openTtlStore(config.redisUrl, log);
   const gatehouse = await openGatehouse(
     config,
@@ -101,8 +170,10 @@ export async function startService(
     ...(ttlStore ? { ttlStore } : {}),
     idempotency: { maxEntries: config.idempotencyMaxEntries, maxBytes: config.idempotencyMaxBytes },
     metrics: createMetrics({ defaults: true }),
-    console: config.ui,
+    console: config.ui && identity?.consoleSignIn ? { signIn: identity.consoleSignIn } : config.ui,
+    ...(identity ? { identity: { tokens: identity.tokens, publicUrl: identity.publicUrl } } : {}),
     mcp: createMcpHttpHandler({
+      ...(identity ? { insufficientScopeChallenge: stepUpChallenge(identity) } : {}),
       gatehouse,
       logger: log,
       maxBodyBytes: config.maxBodyBytes,
@@ -170,6 +241,19 @@ export async function startService(
   };
 }
 
+/** The `WWW-Authenticate` value a tool call answers when a token lacks the tool's scope. */
+function stepUpChallenge(identity: { tokens: TokenAuthenticator; publicUrl: string }) {
+  const options = {
+    tokens: identity.tokens,
+    resourceMetadataUrl: protectedResourceUrls(identity.publicUrl).metadata,
+  };
+  return (scope: Scope): string =>
+    bearerChallenge(
+      options,
+      new GatehouseError('forbidden', 'insufficient scope', { requiredScope: scope }),
+    ) ?? 'Bearer error="insufficient_scope"';
+}
+
 /** The banner `serve` prints on stdout: where it runs and how to use it. */
 export function banner(service: RunningService, config: ServeConfig): string {
   const lines = [
@@ -178,6 +262,9 @@ export function banner(service: RunningService, config: ServeConfig): string {
     `  policy:  ${config.policy ?? 'built-in default'} (revision ${service.gatehouse.policy.revision.slice(0, 12)})`,
     `  MCP:     ${service.url}/mcp (Streamable HTTP, same bearer key)`,
     ...(config.ui ? [`  Console: ${service.url}/ui/ (sign in with an API key)`] : []),
+    ...(config.identityConfig
+      ? [`  Tokens:  issuers of ${config.identityConfig}; /mcp resource ${config.publicUrl}/mcp`]
+      : []),
     '',
   ];
   if (service.bootstrapKey) {

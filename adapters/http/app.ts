@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import Keyv from 'keyv';
 import type { Logger } from 'pino';
-import type { Gatehouse, KeyStore, Principal } from '../../src/index.js';
+import type { Gatehouse, KeyStore, Principal, TokenAuthenticator } from '../../src/index.js';
 import { type BoundedMemoryStoreOptions, createBoundedMemoryStore } from './boundedMemoryStore.js';
 import { type ConsoleOptions, createConsoleRoutes } from './consoleRoutes.js';
 import { createHistoryFeed } from './historyFeed.js';
@@ -15,7 +15,8 @@ import { createIdempotency, type IdempotencyOptions } from './idempotency.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { abortedOnClose, createNodeListener, type NodeExchange } from './nodeListener.js';
 import { buildOpenApiDocument } from './openapi.js';
-import { type AnyRoute, createPipeline, type Pipeline } from './pipeline.js';
+import { type AnyRoute, createPipeline, type IdentityOptions, type Pipeline } from './pipeline.js';
+import { createProtectedResourceRoutes, protectedResourceUrls } from './protectedResource.js';
 import { createRateLimiter, type RateLimiterOptions } from './rateLimiter.js';
 import { pathAndSearch, readNodeBody, readWebBody } from './requestParts.js';
 import { API_ROUTES } from './routes.js';
@@ -72,7 +73,15 @@ export interface HttpAppOptions {
    * all, lifetime, and how long a client that stops reading keeps its connection.
    * @default 1 s, 15 s, 10, 50, 100, 1 h, 30 s
    */
-  historyStream?: Omit<HistoryStreamOptions, 'gatehouse' | 'feed' | 'keys'>;
+  historyStream?: Omit<HistoryStreamOptions, 'gatehouse' | 'feed' | 'keys' | 'tokens'>;
+  /**
+   * Accept access tokens from trusted issuers besides API keys, and serve the OAuth Protected
+   * Resource Metadata (RFC 9728) for `/mcp`. `publicUrl` is the service's public base URL
+   * (`https://gatehouse.example.org`): `/mcp`'s resource identifier is built from it, never from
+   * a request's Host header.
+   * @default none: API keys only
+   */
+  identity?: { tokens: TokenAuthenticator; publicUrl: string };
 }
 
 /** The app: a web-standard handler plus what the node:http face and tests need. */
@@ -118,14 +127,19 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const mcp = options.mcp;
   const feed = createHistoryFeed();
   const keys = options.keys ?? gatehouse.store;
+  const identity: IdentityOptions | undefined = options.identity && {
+    tokens: options.identity.tokens,
+    resourceMetadataUrl: protectedResourceUrls(options.identity.publicUrl).metadata,
+  };
   const webRoutes: AnyRoute[] = [
-    createHistoryStreamRoute({ gatehouse, feed, keys, ...options.historyStream }),
+    createHistoryStreamRoute({ gatehouse, feed, keys, tokens: identity?.tokens, ...options.historyStream }),
     ...(mcp
       ? [
           {
             kind: 'web',
             method: 'ALL',
             path: '/mcp',
+            target: 'mcp',
             handle: (request, principal, face) => mcp(request, principal, face.readBody),
           } satisfies AnyRoute,
         ]
@@ -158,8 +172,15 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       metrics,
       logger: options.logger,
       ...(options.problemBaseUrl === undefined ? {} : { problemBaseUrl: options.problemBaseUrl }),
+      identity,
     },
-    [...serviceRoutes, ...consoleRoutes, ...apiRoutes, ...webRoutes],
+    [
+      ...serviceRoutes,
+      ...(options.identity ? createProtectedResourceRoutes(options.identity) : []),
+      ...consoleRoutes,
+      ...apiRoutes,
+      ...webRoutes,
+    ],
   );
   // A write answered here may have appended events: the open history streams read them now
   // instead of at their next poll.

@@ -19,6 +19,14 @@ export interface ConsoleOptions {
    * @default dist/console of this package
    */
   assetsDir?: string;
+  /**
+   * Sign-in at an identity provider besides API keys: the console runs authorization code + PKCE
+   * as a public client and keeps the access token as it keeps a key. Served to the page at
+   * `/ui/sign-in.json`; the issuer's origin is added to the CSP's `connect-src` (discovery and the
+   * token request go there).
+   * @default none: API keys only
+   */
+  signIn?: { issuer: string; client_id: string; scope: string; resource: string };
 }
 
 /**
@@ -74,8 +82,17 @@ function defaultAssetsDir(): string {
   return /[\\/]dist[\\/]?$/.test(root) ? join(root, 'console') : join(root, 'dist', 'console');
 }
 
-function reply(status: number, contentType: string, body: string, extra: Record<string, string> = {}): Reply {
-  return { status, headers: { ...CONSOLE_SECURITY_HEADERS, 'content-type': contentType, ...extra }, body };
+/** The security headers, with `connect-src` widened to the sign-in issuer's origin when there is one. */
+function securityHeaders(signIn: ConsoleOptions['signIn']): Readonly<Record<string, string>> {
+  if (!signIn) return CONSOLE_SECURITY_HEADERS;
+  const origin = new URL(signIn.issuer).origin;
+  return {
+    ...CONSOLE_SECURITY_HEADERS,
+    'content-security-policy': CONSOLE_SECURITY_HEADERS['content-security-policy']!.replace(
+      "connect-src 'self'",
+      `connect-src 'self' ${origin}`,
+    ),
+  };
 }
 
 /** Reads the compiled modules once: only these names are ever served (no path from the request). */
@@ -95,12 +112,19 @@ function loadModules(dir: string): Map<string, string> | undefined {
  */
 export function createConsoleRoutes(options: ConsoleOptions = {}): ServiceRoute[] {
   const dir = options.assetsDir ?? defaultAssetsDir();
+  const security = securityHeaders(options.signIn);
+  const reply = (status: number, contentType: string, body: string): Reply => ({
+    status,
+    headers: { ...security, 'content-type': contentType },
+    body,
+  });
+  const signInJson = JSON.stringify(options.signIn ?? null);
   let modules: Map<string, string> | undefined;
   const notBuilt = (path: string) =>
     problemReply(
       new GatehouseError('unavailable', 'The console is not built: run `npm run build`.'),
       { instance: path },
-      CONSOLE_SECURITY_HEADERS,
+      security,
     );
   return [
     {
@@ -109,7 +133,7 @@ export function createConsoleRoutes(options: ConsoleOptions = {}): ServiceRoute[
       path: '/ui',
       handle: async () => ({
         status: 308,
-        headers: { ...CONSOLE_SECURITY_HEADERS, location: 'ui/' },
+        headers: { ...security, location: 'ui/' },
         body: null,
       }),
     },
@@ -126,6 +150,13 @@ export function createConsoleRoutes(options: ConsoleOptions = {}): ServiceRoute[
     {
       kind: 'service',
       method: 'GET',
+      path: '/ui/sign-in.json',
+      // `null` when the console signs in with API keys only.
+      handle: async () => reply(200, 'application/json', signInJson),
+    },
+    {
+      kind: 'service',
+      method: 'GET',
       path: '/ui/assets/{file}',
       handle: async ({ file = '' }) => {
         if (file === 'console.css') return reply(200, 'text/css; charset=utf-8', CONSOLE_STYLES);
@@ -137,7 +168,7 @@ export function createConsoleRoutes(options: ConsoleOptions = {}): ServiceRoute[
           return problemReply(
             new GatehouseError('not_found', `No console file '${file}'.`),
             { instance: `/ui/assets/${file}` },
-            CONSOLE_SECURITY_HEADERS,
+            security,
           );
         }
         return reply(200, 'text/javascript; charset=utf-8', source);

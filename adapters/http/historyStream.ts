@@ -26,6 +26,7 @@ import {
   queryNumber,
   requireScope,
   SessionIdSchema,
+  type TokenAuthenticator,
   VerdictSchema,
 } from '../../src/index.js';
 import type { HistoryFeed } from './historyFeed.js';
@@ -60,6 +61,8 @@ export interface HistoryStreamOptions {
   feed: HistoryFeed;
   /** Where the stream checks its key again at every wake (revoked: the stream ends). */
   keys: KeyStore;
+  /** Checks a token instead (expired: the stream ends). @default API keys only */
+  tokens?: TokenAuthenticator | undefined;
   /** How often a stream reads the store when nothing rang. @default 1000 */
   pollMs?: number;
   /** How long a stream stays silent before a comment line. @default 15000 */
@@ -149,7 +152,7 @@ export function createHistoryStreamRoute(options: HistoryStreamOptions): WebRout
     /** False once the key is revoked (or unknown): the store's key cache hears of revocations. */
     const keyStillValid = async (): Promise<boolean> => {
       try {
-        await authenticateBearer(keys, authorization);
+        await authenticateBearer(keys, authorization, { authenticator: options.tokens, target: 'api' });
         return true;
       } catch (error) {
         if (error instanceof GatehouseError && error.code === 'unauthorized') return false;

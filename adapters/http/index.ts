@@ -3,6 +3,7 @@ export { createHttpApp, type HttpApp, type HttpAppOptions } from './app.js';
 export { createIdempotency, type Idempotency, type IdempotencyOptions } from './idempotency.js';
 export { createMetrics, type Metrics } from './metrics.js';
 export { buildOpenApiDocument } from './openapi.js';
+export { bearerChallenge, type IdentityOptions } from './pipeline.js';
 export {
   PROBLEM_DESCRIPTIONS,
   type ProblemBody,
@@ -14,6 +15,11 @@ export {
   type Reply,
   STATUS_BY_CODE,
 } from './problem.js';
+export {
+  createProtectedResourceRoutes,
+  protectedResourceMetadata,
+  protectedResourceUrls,
+} from './protectedResource.js';
 export { createRateLimiter, type RateLimiter, type RateLimiterOptions } from './rateLimiter.js';
 export { type ApiRoute, defineRoute, type HttpMethod, type RouteCall, type SuccessStatus } from './route.js';
 export { API_ROUTES, type OperationId } from './routes.js';

@@ -4,7 +4,14 @@
  * It speaks plain values ({@link Incoming} in, {@link Reply} out), so the web face (`fetch`) and
  * the node:http face share it and neither builds the other's objects.
  */
-import { context, propagation, SpanKind, SpanStatusCode, type TextMapGetter } from '@opentelemetry/api';
+import {
+  context,
+  propagation,
+  SpanKind,
+  SpanStatusCode,
+  type TextMapGetter,
+  trace,
+} from '@opentelemetry/api';
 import { RegExpRouter } from 'hono/router/reg-exp-router';
 import type { Logger } from 'pino';
 import {
@@ -14,10 +21,15 @@ import {
   GatehouseError,
   httpDurationHistogram,
   inSpan,
+  KEY_PREFIX,
   type KeyStore,
   type Principal,
   parseInput,
+  principalAttributes,
   requireScope,
+  type Scope,
+  type TokenAuthenticator,
+  type TokenTarget,
   toGatehouseError,
   tracingActive,
 } from '../../src/index.js';
@@ -87,6 +99,8 @@ export interface WebRoute {
   kind: 'web';
   method: 'ALL' | 'GET';
   path: string;
+  /** Which audience a token must carry here. @default 'api' */
+  target?: TokenTarget;
   handle(request: Request, principal: Principal, face: WebFace): Promise<Response>;
 }
 
@@ -104,6 +118,46 @@ export interface PipelineOptions {
   logger?: Logger | undefined;
   /** Base of the problem `type` URIs. @default '' (relative) */
   problemBaseUrl?: string;
+  /** Tokens from trusted issuers besides API keys. @default none: API keys only */
+  identity?: IdentityOptions | undefined;
+}
+
+/** What the pipeline needs to accept tokens and to answer with OAuth challenges. */
+export interface IdentityOptions {
+  tokens: TokenAuthenticator;
+  /** The Protected Resource Metadata URL that every 401 and 403 points to (RFC 9728 §5.1). */
+  resourceMetadataUrl: string;
+}
+
+/**
+ * The `WWW-Authenticate` value of an identity-aware answer: on 401 where the metadata is and
+ * which scopes to ask for; on a 403 for a missing scope, `insufficient_scope` with the scope
+ * values that grant it (step-up).
+ */
+export function bearerChallenge(identity: IdentityOptions, error: GatehouseError): string | undefined {
+  const quote = (value: string) => `"${value.replace(/["\\]/g, '')}"`;
+  const parts: string[] = [];
+  if (error.code === 'unauthorized') {
+    if (error.tokenError) parts.push(`error=${quote(error.tokenError)}`);
+    parts.push(`resource_metadata=${quote(identity.resourceMetadataUrl)}`);
+    const scope = defaultScopes(identity.tokens);
+    if (scope.length > 0) parts.push(`scope=${quote(scope.join(' '))}`);
+  } else if (error.code === 'forbidden' && error.requiredScope !== undefined) {
+    const scope = identity.tokens.scopesGranting(error.requiredScope as Scope);
+    parts.push('error="insufficient_scope"');
+    if (scope.length > 0) parts.push(`scope=${quote(scope[0]!)}`);
+    parts.push(`resource_metadata=${quote(identity.resourceMetadataUrl)}`);
+  } else {
+    return undefined;
+  }
+  return `Bearer ${parts.join(', ')}`;
+}
+
+/** What a first authorization asks for: every mapped scope value except those granting `admin`. */
+function defaultScopes(tokens: TokenAuthenticator): string[] {
+  const admin = new Set(tokens.scopesGranting('admin'));
+  const ordinary = tokens.scopesSupported.filter((s) => !admin.has(s));
+  return ordinary.length > 0 ? ordinary : [...tokens.scopesSupported];
 }
 
 /** The pipeline: `match` tells a face which kind of route a path is; `handle` answers it. */
@@ -157,14 +211,16 @@ function jsonReply(status: number, body: unknown): Reply {
 }
 
 /**
- * Resolves an `Authorization: Bearer <key>` header to its principal; a stream checks its key
- * again with it while it stays open.
+ * Resolves an `Authorization: Bearer <key or token>` header to its principal; a stream checks its
+ * credential again with it while it stays open. A bearer that looks like a Gatehouse key (`gh_…`)
+ * goes the key path; anything else is a token, when `tokens` is given.
  * @throws {GatehouseError} `unauthorized` when the header is missing or malformed, or the key is
- *   unknown or revoked
+ *   unknown or revoked, or the token is not valid here; `forbidden` for a token that maps to nothing
  */
 export async function authenticateBearer(
   keys: KeyStore,
   header: string | null | undefined,
+  tokens?: { authenticator: TokenAuthenticator | undefined; target: TokenTarget },
 ): Promise<Principal> {
   const token = header ? BEARER.exec(header)?.[1] : undefined;
   if (token === undefined) {
@@ -172,6 +228,9 @@ export async function authenticateBearer(
       'unauthorized',
       header ? 'The Authorization header must be `Bearer <key>`.' : 'Missing Authorization: Bearer <key>.',
     );
+  }
+  if (tokens?.authenticator && !token.startsWith(KEY_PREFIX)) {
+    return tokens.authenticator.authenticate(token, tokens.target);
   }
   return authenticateApiKey(keys, token);
 }
@@ -184,10 +243,16 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
     instance,
     ...(options.problemBaseUrl === undefined ? {} : { typeBaseUrl: options.problemBaseUrl }),
   });
+  const identity = options.identity;
   const problem = (thrown: unknown, path: string, headers?: Record<string, string>) => {
     const error = toGatehouseError(thrown);
     if (error.code === 'internal') log?.error({ err: error.cause ?? thrown, path }, 'request failed');
-    return problemReply(error, problemOptions(path), headers);
+    const challenge = identity ? bearerChallenge(identity, error) : undefined;
+    return problemReply(
+      error,
+      problemOptions(path),
+      challenge ? { ...headers, 'www-authenticate': challenge } : headers,
+    );
   };
   const observeDecision = (verdict: string) => metrics.observeDecision(verdict);
 
@@ -227,8 +292,12 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
     return { entry, params };
   }
 
-  async function authenticate(incoming: Incoming): Promise<Principal> {
-    const principal = await authenticateBearer(keys, incoming.header('authorization'));
+  async function authenticate(incoming: Incoming, target: TokenTarget): Promise<Principal> {
+    const principal = await authenticateBearer(keys, incoming.header('authorization'), {
+      authenticator: identity?.tokens,
+      target,
+    });
+    trace.getActiveSpan()?.setAttributes(principalAttributes(principal));
     if (limiter) {
       const wait = limiter(principal.keyId);
       if (wait > 0) {
@@ -264,7 +333,7 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
     incoming: Incoming,
     rawParams: Record<string, string>,
   ): Promise<Reply> {
-    const principal = await authenticate(incoming);
+    const principal = await authenticate(incoming, 'api');
     if (route.scope !== null) requireScope(principal, route.scope);
     const params = route.params ? parseInput(route.params, rawParams, 'path') : rawParams;
     const query = route.query ? parseInput(route.query, queryObject(incoming.search), 'query') : {};
@@ -275,6 +344,7 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
       tenantId: principal.tenantId,
       allowedSources: principal.sources,
       keyId: principal.keyId,
+      ...(principal.record === undefined ? {} : { principal: principal.record }),
       scopes: principal.scopes,
       labels: principal.labels,
     };
@@ -338,7 +408,7 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
         case 'api':
           return { reply: await operation(route.route, incoming, params), pattern: entry.pattern };
         case 'web': {
-          const principal = await authenticate(incoming);
+          const principal = await authenticate(incoming, route.target ?? 'api');
           if (!request) throw new Error(`${entry.pattern} needs a web Request`);
           const face: WebFace = {
             readBody: (limit) => incoming.text(limit),

@@ -140,7 +140,7 @@ export function problemReply(
   const error = toGatehouseError(thrown);
   const body = problemBody(error, options);
   const extra: Record<string, string> = { 'content-type': 'application/problem+json', ...headers };
-  if (error.code === 'unauthorized') extra['www-authenticate'] = 'Bearer realm="gatehouse"';
+  if (error.code === 'unauthorized') extra['www-authenticate'] ??= 'Bearer realm="gatehouse"';
   if (error.retryAfter !== undefined) extra['retry-after'] = String(Math.max(1, Math.ceil(error.retryAfter)));
   if (error.code === 'payload_too_large') extra['connection'] = 'close';
   return { status: body.status, headers: extra, body: JSON.stringify(body) };

@@ -29,7 +29,9 @@ import {
   PolicyRevisionListSchema,
   PolicyRevisionQuerySchema,
   PolicyRevisionSchema,
+  PrincipalRecordSchema,
   PutPolicyInputSchema,
+  principalOfKey,
   queryNumber,
   RecordStateInputSchema,
   RecordStateResultSchema,
@@ -102,6 +104,8 @@ const MeSchema = z.object({
   sources: z.array(z.string()),
   /** Matched against a policy's `approval.approvers`. */
   labels: z.array(z.string()),
+  /** Who the caller is as events record it: the key, or a token's issuer, subject and client. */
+  principal: PrincipalRecordSchema,
 });
 
 /** The `/v1` operations, by operationId. */
@@ -468,6 +472,7 @@ export const API_ROUTES = {
       scopes: [...principal.scopes],
       sources: [...principal.sources],
       labels: [...(principal.labels ?? [])],
+      principal: principal.record ?? principalOfKey(principal.keyId),
     }),
   }),
   // ---- approvals --------------------------------------------------------------------------------

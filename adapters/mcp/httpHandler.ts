@@ -10,9 +10,10 @@ import {
   WebStandardStreamableHTTPServerTransport,
 } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Logger } from 'pino';
-import { type Gatehouse, GatehouseError, type Principal } from '../../src/index.js';
+import { type Gatehouse, GatehouseError, hasScope, type Principal, type Scope } from '../../src/index.js';
 import { createHostOriginCheck, type HostOriginCheckOptions } from './hostOriginCheck.js';
 import { createMcpServer } from './mcpServer.js';
+import { GATEHOUSE_TOOLS } from './tools/index.js';
 
 /** Options for {@link createMcpHttpHandler}. */
 export interface McpHttpHandlerOptions extends HostOriginCheckOptions {
@@ -25,6 +26,14 @@ export interface McpHttpHandlerOptions extends HostOriginCheckOptions {
    * @default 64 KiB
    */
   maxBodyBytes?: number;
+  /**
+   * The `WWW-Authenticate` value asking a token holder for `scope`. With it, a `tools/call` by a
+   * token that lacks the tool's scope is answered HTTP 403 `insufficient_scope` (the MCP
+   * authorization spec's step-up, which clients act on) instead of a tool error; an API key
+   * holder, who cannot step up, still gets the tool error.
+   * @default none: tool errors for everyone
+   */
+  insufficientScopeChallenge?: (scope: Scope) => string;
 }
 
 /**
@@ -137,6 +146,7 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
         allowedSources: principal.sources,
         scopes: principal.scopes,
         keyId: principal.keyId,
+        ...(principal.record === undefined ? {} : { principal: principal.record }),
         labels: principal.labels,
       },
       ...(log === undefined ? {} : { logger: log }),
@@ -162,7 +172,16 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
       log?.debug({ status: body.status, keyId: principal.keyId }, 'MCP HTTP request rejected');
       return body;
     }
-    const key = JSON.stringify([principal.keyId, principal.tenantId, principal.scopes, principal.sources]);
+    const stepUp = stepUpAnswer(principal, 'parsedBody' in body ? body.parsedBody : undefined);
+    if (stepUp) return stepUp;
+    const key = JSON.stringify([
+      principal.keyId,
+      principal.tenantId,
+      principal.scopes,
+      principal.sources,
+      principal.labels,
+      principal.record,
+    ]);
     const server = idle.get(key)?.pop() ?? build(principal);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
@@ -194,6 +213,30 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
       });
     }
   };
+
+  /** The 403 for a token that calls a tool beyond its scopes; undefined when the call may go on. */
+  function stepUpAnswer(principal: Principal, message: unknown): Response | undefined {
+    const challenge = options.insufficientScopeChallenge;
+    if (!challenge || principal.record?.kind !== 'oidc') return undefined;
+    const call = message as { method?: unknown; params?: { name?: unknown } } | undefined;
+    if (call?.method !== 'tools/call') return undefined;
+    const tool = GATEHOUSE_TOOLS.find((t) => t.name === call.params?.name);
+    if (!tool || hasScope(principal, tool.scope)) return undefined;
+    return new Response(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        error: {
+          code: -32001,
+          message: `This token lacks the '${tool.scope}' scope that ${tool.name} needs.`,
+        },
+        id: (message as { id?: unknown }).id ?? null,
+      }),
+      {
+        status: 403,
+        headers: { 'content-type': 'application/json', 'www-authenticate': challenge(tool.scope) },
+      },
+    );
+  }
 
   function release(key: string, server: McpServer): void {
     let servers = idle.get(key);

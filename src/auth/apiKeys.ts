@@ -9,6 +9,7 @@ import type { IdGenerator, RandomBytes } from '../runtime.js';
 import { KeyLabelSchema, type Scope } from '../schemas.js';
 import type { KeyStore, StoredApiKey } from '../store.js';
 import { parseInput } from '../validation.js';
+import { type PrincipalRecord, principalOfKey } from './principalRecord.js';
 
 /** The prefix every Gatehouse key starts with. */
 export const KEY_PREFIX = 'gh_';
@@ -27,6 +28,11 @@ export interface Principal {
   sources: readonly string[];
   /** The key's labels (`finance`), which a policy's approvers can name. */
   labels: readonly string[];
+  /**
+   * Who this is, as events record it: the key, or a token's issuer, subject and client.
+   * @default `{ kind: 'key', key_id: keyId }`
+   */
+  record?: PrincipalRecord;
 }
 
 /** Options for {@link createApiKey}. */
@@ -118,6 +124,7 @@ export async function authenticateApiKey(store: KeyStore, token: string): Promis
     scopes: key.scopes,
     sources: key.sources,
     labels: key.labels,
+    record: principalOfKey(key.id),
   };
 }
 
@@ -138,6 +145,8 @@ export function requireScope(principal: Pick<Principal, 'scopes'>, scope: Scope 
       typeof scope === 'string'
         ? `the '${scope}' scope`
         : `one of the scopes ${scope.map((s) => `'${s}'`).join(', ')}`;
-    throw new GatehouseError('forbidden', `This API key lacks ${named}.`);
+    throw new GatehouseError('forbidden', `This API key lacks ${named}.`, {
+      ...(typeof scope === 'string' ? { requiredScope: scope } : {}),
+    });
   }
 }

@@ -73,6 +73,21 @@ export const CALLER_CONTENT: Readonly<Record<string, ReadonlyArray<readonly stri
   'approval.denied': [['comment']],
 };
 
+/**
+ * The parts of `data.principal` (who caused an event, `principalRecord.ts`) that can name a
+ * person: an IdP token's subject and the delegated actor. A key ID, an issuer and a client ID are
+ * Gatehouse's or the IdP's own names and stay in the envelope. They apply to every event type.
+ */
+const PRINCIPAL_CONTENT: ReadonlyArray<readonly string[]> = [
+  ['principal', 'sub'],
+  ['principal', 'act'],
+];
+
+/** {@link CALLER_CONTENT} of each type with {@link PRINCIPAL_CONTENT}, built once. */
+const SEALED_PATHS = new Map<string, ReadonlyArray<readonly string[]>>(
+  Object.entries(CALLER_CONTENT).map(([type, paths]) => [type, [...paths, ...PRINCIPAL_CONTENT]]),
+);
+
 /** A caller-supplied field as kept beside the chain: its salt (32 hex digits) and its value. */
 export interface SealedField {
   salt: string;
@@ -133,8 +148,7 @@ export function fromPointer(pointer: string): string[] {
  * //   fields: { '/detail': { salt: '9a…', value: 'card declined' } } }
  */
 export function sealEventData(type: string, data: Record<string, unknown>, salts: SaltSource): SealedData {
-  const patterns = CALLER_CONTENT[type];
-  if (patterns === undefined) return { envelope: data, fields: null };
+  const patterns = SEALED_PATHS.get(type) ?? PRINCIPAL_CONTENT;
   const found: Array<{ path: (string | number)[]; value: unknown }> = [];
   for (const pattern of patterns) collect(data, pattern, 0, [], found);
   if (found.length === 0) return { envelope: data, fields: null };

@@ -2,6 +2,7 @@
  * Appending history events: each one chained to the last by its hash, and a delivery queued
  * for every active webhook it matches, in the caller's transaction (the transactional outbox).
  */
+import type { PrincipalRecord } from '../auth/principalRecord.js';
 import { type SaltSource, sealEventData } from '../history/commitments.js';
 import { GENESIS_HASH, hashTenantEvent } from '../history/hashChain.js';
 import type { IdGenerator } from '../runtime.js';
@@ -27,6 +28,8 @@ export interface AppendEventsOptions {
   now: () => string;
   /** Called (as a microtask) when the append queued at least one delivery. */
   onDeliveriesQueued?: (() => void) | undefined;
+  /** Who caused the events: recorded as `data.principal` on each. @default none (no caller) */
+  principal?: PrincipalRecord | undefined;
 }
 
 /**
@@ -41,7 +44,7 @@ export async function appendEvents(
   options: AppendEventsOptions,
 ): Promise<StoredEvent[]> {
   if (drafts.length === 0) return [];
-  const { ids, now, salts, onDeliveriesQueued } = options;
+  const { ids, now, salts, onDeliveriesQueued, principal } = options;
   const head = await tx.lockChainHead(tenantId);
   let seq = head?.seq ?? 0;
   let prevHash = head?.hash ?? GENESIS_HASH;
@@ -52,7 +55,10 @@ export async function appendEvents(
   let traceparent: string | undefined | null = null;
   for (const draft of drafts) {
     seq += 1;
-    const sealed = sealEventData(draft.type, draft.data, salts);
+    // The principal goes into the data before sealing: an IdP subject is personal, so it is kept
+    // beside the chain like the caller's own fields (see CALLER_CONTENT).
+    const data = principal === undefined ? draft.data : { ...draft.data, principal };
+    const sealed = sealEventData(draft.type, data, salts);
     const event: StoredEvent = {
       event_id: ids('evt'),
       seq,

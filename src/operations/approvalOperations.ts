@@ -87,7 +87,7 @@ export function approvalOperations(
         // Commit the expiry (and its event), then refuse: the refusal must not roll it back.
         const drafts: EventDraft[] = [];
         await expireApproval(tx, tenantId, approval, at, drafts);
-        await append(tx, tenantId, drafts);
+        await append(tx, tenantId, drafts, ctx);
         return { refused: { ...approval, status: 'expired' as const } };
       }
       if (approval.status !== 'pending') return { refused: approval };
@@ -110,18 +110,23 @@ export function approvalOperations(
         comment,
       });
       if (!changed) return { refused: approval };
-      await append(tx, tenantId, [
-        {
-          type: verdict === 'approved' ? 'approval.approved' : 'approval.denied',
-          session_id: approval.session_id,
-          data: {
-            approval_id: approval.id,
-            action: approval.action,
-            decided_by: decidedBy,
-            comment,
+      await append(
+        tx,
+        tenantId,
+        [
+          {
+            type: verdict === 'approved' ? 'approval.approved' : 'approval.denied',
+            session_id: approval.session_id,
+            data: {
+              approval_id: approval.id,
+              action: approval.action,
+              decided_by: decidedBy,
+              comment,
+            },
           },
-        },
-      ]);
+        ],
+        ctx,
+      );
       const decided: Approval = {
         ...approval,
         status: verdict,

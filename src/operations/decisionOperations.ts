@@ -78,7 +78,7 @@ export function decisionOperations(
         },
       } as const;
       // Only the append runs in the transaction: it may run again (group commit), it has no other effect.
-      await tenantTransaction(tenantId, (tx) => append(tx, tenantId, [event]), { rerunnable: true });
+      await tenantTransaction(tenantId, (tx) => append(tx, tenantId, [event], ctx), { rerunnable: true });
       return masked;
     },
 
@@ -113,28 +113,33 @@ export function decisionOperations(
             `An outcome for decision '${decisionId}' is already recorded.`,
           );
         }
-        const [event] = await append(tx, tenantId, [
-          {
-            type: 'action_outcome',
-            session_id: decision.session_id,
-            decision_id: decisionId,
-            data: {
+        const [event] = await append(
+          tx,
+          tenantId,
+          [
+            {
+              type: 'action_outcome',
+              session_id: decision.session_id,
               decision_id: decisionId,
-              action: decision.data['action'],
-              verdict: decision.data['verdict'],
-              outcome: input.outcome,
-              ...(input.detail === undefined
-                ? {}
-                : {
-                    detail: maskSecrets(
-                      input.detail,
-                      'detail',
-                      await sessionSecrets(tx, tenantId, decision.session_id),
-                    ),
-                  }),
+              data: {
+                decision_id: decisionId,
+                action: decision.data['action'],
+                verdict: decision.data['verdict'],
+                outcome: input.outcome,
+                ...(input.detail === undefined
+                  ? {}
+                  : {
+                      detail: maskSecrets(
+                        input.detail,
+                        'detail',
+                        await sessionSecrets(tx, tenantId, decision.session_id),
+                      ),
+                    }),
+              },
             },
-          },
-        ]);
+          ],
+          ctx,
+        );
         const { decision_id: _d, ...rest } = event!;
         return rest;
       });

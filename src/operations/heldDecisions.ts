@@ -149,20 +149,25 @@ export async function settleHeldDecision(shared: OperationContext, held: HeldEva
     }
 
     const masked = maskDecision(decision, secrets);
-    await append(tx, tenantId, [
-      ...before,
-      {
-        type: 'gate_evaluation',
-        session_id: base.session_id,
-        decision_id: base.decision_id,
-        data: {
-          ...masked,
-          params: maskedParams,
-          context: maskSecrets(held.context, 'context', secrets),
+    await append(
+      tx,
+      tenantId,
+      [
+        ...before,
+        {
+          type: 'gate_evaluation',
+          session_id: base.session_id,
+          decision_id: base.decision_id,
+          data: {
+            ...masked,
+            params: maskedParams,
+            context: maskSecrets(held.context, 'context', secrets),
+          },
         },
-      },
-      ...after,
-    ]);
+        ...after,
+      ],
+      held.ctx,
+    );
     return masked;
   });
 

@@ -3,6 +3,8 @@
  * policy in force, and the lookups and checks several operations share (tenant, source trust,
  * items and webhooks that must exist).
  */
+
+import { principalOf } from '../auth/principalRecord.js';
 import { GatehouseError } from '../errors.js';
 import type { CompiledPolicy } from '../gate/index.js';
 import { defaultPolicy } from '../gate/index.js';
@@ -66,8 +68,16 @@ export interface OperationContext {
     item: { sessionId: string; key: string },
     fn: (tx: StoreTx) => Promise<T>,
   ): Promise<T>;
-  /** {@link appendEvents} with this instance's IDs, clock and delivery hook. */
-  append(tx: StoreTx, tenantId: string, drafts: readonly EventDraft[]): Promise<StoredEvent[]>;
+  /**
+   * {@link appendEvents} with this instance's IDs, clock and delivery hook; each event records the
+   * principal of `ctx` (who caused it), none for a call with no caller (an expiry sweep).
+   */
+  append(
+    tx: StoreTx,
+    tenantId: string,
+    drafts: readonly EventDraft[],
+    ctx?: CallContext,
+  ): Promise<StoredEvent[]>;
   /**
    * The trust rank of `source`.
    * @throws {GatehouseError} `invalid_request` (unknown source), `forbidden` (not the caller's to claim)
@@ -98,12 +108,13 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
   const now = () => isoTime(clock());
 
   const salts = createSaltSource(randomBytes);
-  const append = (tx: StoreTx, tenantId: string, drafts: readonly EventDraft[]) =>
+  const append = (tx: StoreTx, tenantId: string, drafts: readonly EventDraft[], ctx?: CallContext) =>
     appendEvents(tx, tenantId, drafts, {
       ids,
       now,
       salts,
       onDeliveriesQueued: options.onDeliveriesQueued,
+      principal: principalOf(ctx),
     });
 
   const policies = createActivePolicies({

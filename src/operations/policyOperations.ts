@@ -133,26 +133,31 @@ export function policyOperations(
         signal: ctx?.signal,
       });
       const [event] = await shared.transaction((tx) =>
-        append(tx, tenantId, [
-          {
-            type: 'policy.replayed',
-            session_id: '',
-            data: {
-              revision: candidate.revision,
-              filters: report.filters,
-              decisions: report.decisions,
-              unchanged: report.unchanged,
-              changed: report.changed,
-              rules_changed: report.rules_changed,
-              pinned: report.pinned,
-              by_verdict: report.by_verdict,
-              from_seq: report.from_seq,
-              to_seq: report.to_seq,
-              stopped_by: report.stopped_by,
-              example_decision_ids: report.examples.map((e) => e.decision_id),
+        append(
+          tx,
+          tenantId,
+          [
+            {
+              type: 'policy.replayed',
+              session_id: '',
+              data: {
+                revision: candidate.revision,
+                filters: report.filters,
+                decisions: report.decisions,
+                unchanged: report.unchanged,
+                changed: report.changed,
+                rules_changed: report.rules_changed,
+                pinned: report.pinned,
+                by_verdict: report.by_verdict,
+                from_seq: report.from_seq,
+                to_seq: report.to_seq,
+                stopped_by: report.stopped_by,
+                example_decision_ids: report.examples.map((e) => e.decision_id),
+              },
             },
-          },
-        ]),
+          ],
+          ctx,
+        ),
       );
       return { ...report, event_id: event!.event_id };
     },

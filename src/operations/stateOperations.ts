@@ -111,23 +111,28 @@ export function stateOperations(
           };
           await tx.insertConflict(tenantId, conflict);
           await tx.setItemStatus(tenantId, input.session_id, key, 'conflicted');
-          const [event] = await append(tx, tenantId, [
-            {
-              type: 'state_conflict',
-              session_id: input.session_id,
-              data: {
-                conflict_id: conflict.conflict_id,
-                key,
-                current: { ...conflict.current, value: valueData(cur) },
-                proposed: {
-                  value: valueData({ key, value: input.value, sensitivity }),
-                  type: input.type,
-                  source: input.source,
-                  trust,
+          const [event] = await append(
+            tx,
+            tenantId,
+            [
+              {
+                type: 'state_conflict',
+                session_id: input.session_id,
+                data: {
+                  conflict_id: conflict.conflict_id,
+                  key,
+                  current: { ...conflict.current, value: valueData(cur) },
+                  proposed: {
+                    value: valueData({ key, value: input.value, sensitivity }),
+                    type: input.type,
+                    source: input.source,
+                    trust,
+                  },
                 },
               },
-            },
-          ]);
+            ],
+            ctx,
+          );
           return {
             outcome,
             changed: false,
@@ -161,10 +166,15 @@ export function stateOperations(
             ? new Set<string>()
             : await sessionSecrets(tx, tenantId, input.session_id);
         const settledDrafts = await supersedeConflicts(tx, tenantId, settled, { at, version: item.version });
-        const events = await append(tx, tenantId, [
-          stateChangeDraft(item, { previousVersion: current?.version ?? null, secrets: known }),
-          ...settledDrafts,
-        ]);
+        const events = await append(
+          tx,
+          tenantId,
+          [
+            stateChangeDraft(item, { previousVersion: current?.version ?? null, secrets: known }),
+            ...settledDrafts,
+          ],
+          ctx,
+        );
         return { outcome, changed: true, item, conflict: null, event_id: events[0]!.event_id };
       });
     },
@@ -284,7 +294,7 @@ export function stateOperations(
         } else if (others.length === 0) {
           await tx.setItemStatus(tenantId, conflict.session_id, conflict.key, 'current');
         }
-        await append(tx, tenantId, drafts);
+        await append(tx, tenantId, drafts, ctx);
         return resolved;
       });
     },

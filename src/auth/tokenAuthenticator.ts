@@ -1,0 +1,329 @@
+/**
+ * Bearer tokens from trusted issuers → principals. Gatehouse is a resource server: it verifies
+ * access tokens (JWTs against the issuer's key set with `jose`, opaque ones by RFC 7662
+ * introspection where configured), maps their claims to a tenant, scopes, approver labels and
+ * sources, and never issues or forwards a token.
+ */
+import { createHash } from 'node:crypto';
+import {
+  createRemoteJWKSet,
+  customFetch,
+  decodeJwt,
+  type JWTPayload,
+  errors as joseErrors,
+  jwtVerify,
+} from 'jose';
+import { GatehouseError } from '../errors.js';
+import type { Scope } from '../schemas.js';
+import { DEFAULT_KEY_SOURCES, type Principal } from './apiKeys.js';
+import { ASYMMETRIC_ALGORITHMS, type IdentityConfig, type IssuerConfig } from './identityConfig.js';
+import { principalOfToken } from './principalRecord.js';
+
+/** Which face a token is presented to: `/mcp` needs the MCP URL as audience, `/v1` a configured one. */
+export type TokenTarget = 'mcp' | 'api';
+
+/** Options for {@link createTokenAuthenticator}. */
+export interface TokenAuthenticatorOptions {
+  config: IdentityConfig;
+  /**
+   * The canonical URL of `/mcp` (the RFC 8707 resource, from the configured public URL, never
+   * from a Host header). Without it, tokens are not accepted on `/mcp`.
+   */
+  mcpResource?: string | undefined;
+  /** @default globalThis.fetch */
+  fetch?: typeof fetch;
+  /** @default () => new Date() */
+  now?: () => Date;
+}
+
+/** Verifies tokens; what the HTTP face asks of identity. */
+export interface TokenAuthenticator {
+  /**
+   * @throws {GatehouseError} `unauthorized` (with `tokenError: 'invalid_token'`) for a token that
+   *   is not valid here; `forbidden` for a valid token that maps to no tenant or no scope;
+   *   `unavailable` when the issuer's keys or introspection cannot be reached
+   */
+  authenticate(token: string, target: TokenTarget): Promise<Principal>;
+  /** The token scope values that grant `scope` (or `admin`): what a step-up asks for. */
+  scopesGranting(scope: Scope): string[];
+  /** Every token scope value the configuration maps (`scopes_supported`). */
+  readonly scopesSupported: readonly string[];
+  /** The trusted issuers (`authorization_servers`). */
+  readonly issuers: readonly string[];
+}
+
+const invalid = (message: string, cause?: unknown) =>
+  new GatehouseError('unauthorized', message, { tokenError: 'invalid_token', cause });
+
+/** A claim by dotted path, as a list of strings (`scope` split on spaces). */
+function claimValues(payload: Record<string, unknown>, claim: string): string[] {
+  let value: unknown = payload;
+  for (const part of claim.split('.')) {
+    if (value === null || typeof value !== 'object') return [];
+    value = (value as Record<string, unknown>)[part];
+  }
+  if (typeof value === 'string') return claim === 'scope' ? value.split(' ').filter(Boolean) : [value];
+  if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string');
+  return [];
+}
+
+/** A short, stable, pseudonymous ID of an issuer's subject: used where a key ID is (rate limits, self-approval). */
+function subjectId(iss: string, sub: string): string {
+  return `sub_${createHash('sha256').update(`${iss}\n${sub}`).digest('base64url').slice(0, 22)}`;
+}
+
+function isScopeClaim(claim: string): boolean {
+  return claim === 'scope' || claim === 'scp';
+}
+
+/** Explains why jose refused a token, without echoing the token. */
+function describeJoseError(error: unknown): GatehouseError {
+  if (error instanceof joseErrors.JWTExpired) return invalid('The token has expired.', error);
+  if (error instanceof joseErrors.JWTClaimValidationFailed) {
+    switch (error.claim) {
+      case 'aud':
+        return invalid('The token is not meant for this resource (audience).', error);
+      case 'iss':
+        return invalid('The token is not from the issuer it names.', error);
+      case 'nbf':
+        return invalid('The token is not valid yet.', error);
+      default:
+        return invalid(`The token's '${error.claim}' claim is not valid: ${error.reason}.`, error);
+    }
+  }
+  if (error instanceof joseErrors.JOSEAlgNotAllowed) {
+    return invalid('The token is signed with an algorithm this issuer may not use.', error);
+  }
+  if (error instanceof joseErrors.JWKSNoMatchingKey) {
+    return invalid("No key of the issuer's key set verifies the token.", error);
+  }
+  if (error instanceof joseErrors.JWSSignatureVerificationFailed) {
+    return invalid('The token signature is not valid.', error);
+  }
+  if (!(error instanceof joseErrors.JOSEError) || error instanceof joseErrors.JWKSTimeout) {
+    return new GatehouseError('unavailable', "The token issuer's keys could not be fetched.", {
+      cause: error,
+    });
+  }
+  if (error instanceof joseErrors.JWKSInvalid) {
+    return new GatehouseError('unavailable', "The token issuer's key set is not valid.", { cause: error });
+  }
+  return invalid('The token is not a valid signed JWT.', error);
+}
+
+interface IssuerRuntime {
+  config: IssuerConfig;
+  keys(): Promise<ReturnType<typeof createRemoteJWKSet>>;
+}
+
+/**
+ * Creates the authenticator over a parsed configuration.
+ * @example
+ * const tokens = createTokenAuthenticator({ config, mcpResource: 'https://gh.example.org/mcp' });
+ * const principal = await tokens.authenticate(bearer, 'mcp');
+ */
+export function createTokenAuthenticator(options: TokenAuthenticatorOptions): TokenAuthenticator {
+  const fetchImpl = options.fetch ?? globalThis.fetch;
+  const now = options.now ?? (() => new Date());
+  const byIssuer = new Map<string, IssuerRuntime>();
+  for (const config of options.config.issuers) {
+    let keySet: Promise<ReturnType<typeof createRemoteJWKSet>> | undefined;
+    const jwksUrl = async (): Promise<string> => {
+      if (config.jwks_uri) return config.jwks_uri;
+      const base = config.issuer.replace(/\/+$/, '');
+      const res = await fetchImpl(`${base}/.well-known/openid-configuration`, {
+        headers: { accept: 'application/json' },
+        signal: AbortSignal.timeout(5000),
+      });
+      const doc = res.ok ? ((await res.json()) as { jwks_uri?: unknown; issuer?: unknown }) : {};
+      if (typeof doc.jwks_uri !== 'string' || doc.issuer !== config.issuer) {
+        throw new Error(`the discovery document of ${config.issuer} names no jwks_uri for that issuer`);
+      }
+      return doc.jwks_uri;
+    };
+    byIssuer.set(config.issuer, {
+      config,
+      keys() {
+        keySet ??= jwksUrl().then((url) =>
+          createRemoteJWKSet(new URL(url), {
+            cooldownDuration: config.jwks_cooldown_seconds * 1000,
+            timeoutDuration: 5000,
+            [customFetch]: (input, init) => fetchImpl(input, init),
+          }),
+        );
+        // A failed discovery is tried again by the next token, not remembered.
+        keySet.catch(() => {
+          keySet = undefined;
+        });
+        return keySet;
+      },
+    });
+  }
+
+  const audiencesFor = (issuer: IssuerConfig, target: TokenTarget): string[] => {
+    if (target === 'mcp') return options.mcpResource ? [options.mcpResource] : [];
+    return issuer.audiences;
+  };
+
+  /** Claims → principal; refuses a token that reaches no tenant or no scope. */
+  function principalOf(issuer: IssuerConfig, payload: JWTPayload): Principal {
+    const claims = payload as Record<string, unknown>;
+    const clientId = claims['client_id'] ?? claims['azp'];
+    // A client-credentials token's subject is its client (RFC 9068 §2.2); some issuers leave `sub` out.
+    const sub = typeof payload.sub === 'string' && payload.sub !== '' ? payload.sub : clientId;
+    if (typeof sub !== 'string' || sub === '') throw invalid('The token names no subject and no client.');
+    let tenantId: string;
+    if (issuer.tenant !== undefined) {
+      tenantId = issuer.tenant;
+    } else {
+      const named = claimValues(claims, issuer.tenant_claim ?? '');
+      const allowed = issuer.tenants ?? [];
+      const match = named.length === 1 && allowed.includes(named[0]!) ? named[0] : undefined;
+      if (match === undefined) {
+        throw new GatehouseError(
+          'forbidden',
+          `The token's '${issuer.tenant_claim}' claim names no tenant this issuer may reach.`,
+        );
+      }
+      tenantId = match;
+    }
+    const scopes = new Set<Scope>();
+    const labels = new Set<string>();
+    const sources = new Set<string>(issuer.default_sources ?? DEFAULT_KEY_SOURCES);
+    for (const rule of issuer.map) {
+      if (!claimValues(claims, rule.claim).includes(rule.value)) continue;
+      for (const s of rule.scopes) scopes.add(s);
+      for (const l of rule.labels) labels.add(l);
+      for (const s of rule.sources) sources.add(s);
+    }
+    if (scopes.size === 0) {
+      throw new GatehouseError(
+        'forbidden',
+        'The token is valid but its claims map to no Gatehouse scope (see the identity configuration).',
+      );
+    }
+    const act = (claims['act'] as { sub?: unknown } | undefined)?.sub;
+    return {
+      tenantId,
+      keyId: subjectId(issuer.issuer, sub),
+      scopes: [...scopes],
+      sources: [...sources],
+      labels: [...labels],
+      record: principalOfToken({
+        iss: issuer.issuer,
+        sub,
+        clientId: typeof clientId === 'string' ? clientId : undefined,
+        act: typeof act === 'string' ? act : undefined,
+      }),
+    };
+  }
+
+  async function verifyJwt(token: string, target: TokenTarget): Promise<Principal> {
+    let iss: unknown;
+    try {
+      iss = decodeJwt(token).iss;
+    } catch (error) {
+      throw invalid('The token is not a valid signed JWT.', error);
+    }
+    const runtime = typeof iss === 'string' ? byIssuer.get(iss) : undefined;
+    if (!runtime) throw invalid('The token is not from a trusted issuer.');
+    const { config } = runtime;
+    const audience = audiencesFor(config, target);
+    if (audience.length === 0) {
+      throw invalid(
+        target === 'mcp'
+          ? 'Tokens are not accepted on /mcp without a configured public URL.'
+          : 'This issuer has no /v1 audience configured.',
+      );
+    }
+    let payload: JWTPayload;
+    try {
+      const keys = await runtime.keys();
+      ({ payload } = await jwtVerify(token, keys, {
+        issuer: config.issuer,
+        audience,
+        algorithms: [...(config.algorithms ?? ASYMMETRIC_ALGORITHMS)],
+        clockTolerance: config.clock_tolerance_seconds,
+        requiredClaims: ['exp'],
+        currentDate: now(),
+      }));
+    } catch (error) {
+      if (error instanceof GatehouseError) throw error;
+      throw describeJoseError(error);
+    }
+    return principalOf(config, payload);
+  }
+
+  async function introspect(token: string, target: TokenTarget): Promise<Principal> {
+    const candidates = [...byIssuer.values()].filter((r) => r.config.introspection);
+    if (candidates.length === 0) throw invalid('The token is not a JWT and no issuer introspects tokens.');
+    for (const { config } of candidates) {
+      const spec = config.introspection!;
+      let res: Response;
+      try {
+        res = await fetchImpl(spec.endpoint, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/x-www-form-urlencoded',
+            accept: 'application/json',
+            authorization: `Basic ${Buffer.from(`${encodeURIComponent(spec.client_id)}:${encodeURIComponent(spec.client_secret)}`).toString('base64')}`,
+          },
+          body: new URLSearchParams({ token, token_type_hint: 'access_token' }).toString(),
+          signal: AbortSignal.timeout(5000),
+        });
+      } catch (error) {
+        throw new GatehouseError('unavailable', 'The token introspection endpoint could not be reached.', {
+          cause: error,
+        });
+      }
+      if (!res.ok) {
+        throw new GatehouseError('unavailable', `The token introspection endpoint answered ${res.status}.`);
+      }
+      const payload = (await res.json()) as JWTPayload & { active?: unknown };
+      if (payload.active !== true) continue;
+      if (payload.iss !== undefined && payload.iss !== config.issuer) continue;
+      const seconds = Math.floor(now().getTime() / 1000);
+      if (typeof payload.exp === 'number' && payload.exp + config.clock_tolerance_seconds < seconds) {
+        throw invalid('The token has expired.');
+      }
+      const wanted = audiencesFor(config, target);
+      const aud = payload.aud === undefined ? [] : Array.isArray(payload.aud) ? payload.aud : [payload.aud];
+      if (!aud.some((a) => wanted.includes(a))) {
+        throw invalid('The token is not meant for this resource (audience).');
+      }
+      return principalOf(config, payload);
+    }
+    throw invalid('The token is not active.');
+  }
+
+  const scopeValues = new Set<string>();
+  for (const issuer of options.config.issuers) {
+    for (const rule of issuer.map) if (isScopeClaim(rule.claim)) scopeValues.add(rule.value);
+  }
+
+  return {
+    authenticate(token, target) {
+      // A JWS compact token has three dot-separated parts; anything else is opaque.
+      return token.split('.').length === 3 ? verifyJwt(token, target) : introspect(token, target);
+    },
+    scopesGranting(scope) {
+      const granting = new Set<string>();
+      for (const issuer of options.config.issuers) {
+        for (const rule of issuer.map) {
+          if (!isScopeClaim(rule.claim)) continue;
+          if (rule.scopes.includes(scope) || rule.scopes.includes('admin')) granting.add(rule.value);
+        }
+      }
+      // Narrowest first: a rule granting exactly this scope before an admin rule.
+      return [...granting].sort((a, b) => Number(isAdminValue(a)) - Number(isAdminValue(b)));
+    },
+    scopesSupported: [...scopeValues],
+    issuers: [...byIssuer.keys()],
+  };
+
+  function isAdminValue(value: string): boolean {
+    return options.config.issuers.some((i) =>
+      i.map.some((r) => r.value === value && isScopeClaim(r.claim) && r.scopes.includes('admin')),
+    );
+  }
+}
