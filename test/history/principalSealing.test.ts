@@ -65,7 +65,11 @@ describe('the principal under the data-lifecycle rules', () => {
       token,
     );
     const [event] = (await gh.readHistory({ session_id: 's1' })).events;
-    expect(event!.data['principal']).toMatchObject({ kind: 'oidc', sub: SUBJECT, act: 'bob-7e21@idp.example' });
+    expect(event!.data['principal']).toMatchObject({
+      kind: 'oidc',
+      sub: SUBJECT,
+      act: 'bob-7e21@idp.example',
+    });
     const chain = await rawChain();
     expect(chain).toContain('https://idp.example'); // the scan reads the events' rows
     expect(chain).not.toContain(SUBJECT);
