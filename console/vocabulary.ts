@@ -18,6 +18,7 @@ export const EVENT_TYPES = [
   'policy.replayed',
   'erasure.completed',
   'history.upgraded',
+  'retention.pruned',
 ] as const;
 
 export const VERDICTS = ['Allow', 'Warn', 'Block'] as const;

@@ -11,6 +11,7 @@ import { erasureOperations } from './operations/erasureOperations.js';
 import { historyOperations } from './operations/historyOperations.js';
 import { createOperationContext, type OperationContext } from './operations/operationContext.js';
 import { policyOperations } from './operations/policyOperations.js';
+import { pruneOperations } from './operations/pruneOperations.js';
 import { stateOperations } from './operations/stateOperations.js';
 import { tracedOperations } from './operations/tracedOperations.js';
 import { webhookOperations } from './operations/webhookOperations.js';
@@ -47,5 +48,7 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     ...approvalOperations(shared),
     ...policyOperations(shared),
     ...erasureOperations(shared),
+    // After `history`: a pruned chain verifies from its checkpoint.
+    ...pruneOperations(shared, { signer: options.checkpointSigner, publicKey: options.checkpointPublicKey }),
   };
 }

@@ -5,8 +5,11 @@
  * the operations) would make an import circle.
  */
 
+import type { KeyObject } from 'node:crypto';
 import type { PrincipalRecord } from './auth/principalRecord.js';
 import type { CompiledPolicy } from './gate/index.js';
+import type { Checkpoint, CheckpointSigner } from './history/checkpoints.js';
+import type { PruneInput, PruneReport } from './history/pruneSchemas.js';
 import type {
   ActivatePolicyInput,
   ActivePolicy,
@@ -118,6 +121,14 @@ export interface GatehouseOptions {
   /** @default 'default' */
   tenantId?: string;
   /**
+   * Signs checkpoints (pruning needs one): `loadCheckpointSigner(pem)`. Its public half verifies
+   * stored checkpoints unless `checkpointPublicKey` is set.
+   * @default undefined (no pruning)
+   */
+  checkpointSigner?: CheckpointSigner;
+  /** Verifies stored checkpoints. @default the signer's public key */
+  checkpointPublicKey?: KeyObject;
+  /**
    * Called for each webhook URL at registration. The default accepts only `https:` URLs
    * syntactically; `gatehouse serve` injects the resolving SSRF guard.
    */
@@ -219,8 +230,32 @@ export interface Gatehouse {
 
   /** A page of history, newest first by default. */
   readHistory(query?: HistoryQuery, ctx?: CallContext): Promise<HistoryPage>;
-  /** Recomputes the tenant's hash chain and checks every kept value against its commitment. */
+  /**
+   * Recomputes the tenant's hash chain and checks every kept value against its commitment. A
+   * pruned chain starts at its stored checkpoint, whose signature must verify with the configured
+   * checkpoint key (`checkpointPublicKey`, or the signer's).
+   */
   verifyHistory(ctx?: CallContext): Promise<VerifyResult>;
+  /**
+   * {@link verifyHistory} from a checkpoint kept outside the database, verified with `public_key`:
+   * a suffix rewritten together with the stored checkpoint fails it.
+   */
+  verifyFromCheckpoint(
+    input: { checkpoint: Checkpoint; public_key: KeyObject },
+    ctx?: CallContext,
+  ): Promise<VerifyResult>;
+  /**
+   * Signs a checkpoint at the chain's head and stores it (keep a copy elsewhere).
+   * @throws {GatehouseError} `invalid_request` without a checkpoint key or with no history.
+   */
+  createCheckpoint(ctx?: CallContext): Promise<Checkpoint>;
+  /**
+   * Deletes the chain's prefix through `through_seq` (events, values, deliveries) behind a new
+   * signed checkpoint there, and records a `retention.pruned` event.
+   * @throws {GatehouseError} `invalid_request` without a checkpoint key, for a seq not stored, or
+   * inside the retention floor (183 days) unless `allow_below_floor`.
+   */
+  pruneHistory(input: PruneInput, ctx?: CallContext): Promise<PruneReport>;
   /**
    * Erases what callers wrote into a session — history values and their salts, state values,
    * conflict values, approval params — in one transaction that denies its pending approvals and

@@ -79,6 +79,18 @@ export type {
   WebhookUrlCheck,
 } from './gatehouseTypes.js';
 export {
+  type Checkpoint,
+  type CheckpointBody,
+  type CheckpointSigner,
+  checkpointKeyId,
+  checkpointProblem,
+  generateCheckpointKeyPair,
+  loadCheckpointPublicKey,
+  loadCheckpointSigner,
+  parseCheckpoint,
+  signCheckpoint,
+} from './history/checkpoints.js';
+export {
   CALLER_CONTENT,
   commitField,
   createSaltSource,
@@ -99,6 +111,7 @@ export {
 export { type CursorPosition, decodeCursor, encodeCursor } from './history/cursor.js';
 export { summarizeEvent } from './history/eventSummary.js';
 export {
+  type ChainAnchor,
   type ErasedPath,
   GENESIS_HASH,
   type HashedFields,
@@ -108,6 +121,14 @@ export {
   type SealedEvent,
   verifyChain,
 } from './history/hashChain.js';
+export {
+  CheckpointSchema,
+  PRUNE_FLOOR_DAYS,
+  type PruneInput,
+  PruneInputSchema,
+  type PruneReport,
+  PruneReportSchema,
+} from './history/pruneSchemas.js';
 export {
   type Activation,
   type ActivePolicies,

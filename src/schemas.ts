@@ -326,6 +326,7 @@ export const EVENT_TYPES = [
   'policy.replayed',
   'erasure.completed',
   'history.upgraded',
+  'retention.pruned',
 ] as const;
 export const EventTypeSchema = z.enum(EVENT_TYPES);
 export type EventType = z.infer<typeof EventTypeSchema>;
@@ -407,6 +408,8 @@ export const VerifyResultSchema = z.object({
   erased_fields: z.number().int(),
   /** The erased fields: the event's seq and the field's JSON Pointer into its data. */
   erased: z.array(z.object({ seq: z.number().int(), path: z.string() })),
+  /** Set when the chain's prefix was pruned: it starts after this seq, at a signed checkpoint. */
+  pruned_through: z.number().int().optional(),
 });
 export type VerifyResult = z.infer<typeof VerifyResultSchema>;
 

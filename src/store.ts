@@ -6,6 +6,7 @@
  * Every method is scoped by `tenantId`: nothing of one tenant is reachable through another.
  */
 
+import type { Checkpoint } from './history/checkpoints.js';
 import type { SealedFields } from './history/commitments.js';
 import type { SealedEvent } from './history/hashChain.js';
 import type {
@@ -290,6 +291,19 @@ export interface StoreTx extends StoreReader, PolicyWriter {
    * from the event and its values when it is sent.
    */
   eraseSession(tenantId: string, sessionId: string, options: { erasedBy: number; at: string }): Promise<void>;
+  /** Stores a signed checkpoint (history/checkpoints.ts). */
+  insertCheckpoint(checkpoint: Checkpoint): Promise<void>;
+  /** The tenant's newest stored checkpoint, or null. */
+  latestCheckpoint(tenantId: string): Promise<Checkpoint | null>;
+  /** The hash and time of a tenant's event, or null when it is not stored. */
+  eventAt(tenantId: string, seq: number): Promise<{ hash: string; occurred_at: string } | null>;
+  /** The seq of a tenant's first stored event (after the pruned prefix), or null with none. */
+  firstEventSeq(tenantId: string): Promise<number | null>;
+  /**
+   * Deletes a tenant's events through `seq`, their values and their deliveries. The events table
+   * refuses it unless a checkpoint of the tenant at or beyond `seq` is stored.
+   */
+  pruneEvents(tenantId: string, seq: number): Promise<void>;
   insertDeliveries(tenantId: string, deliveries: NewDelivery[]): Promise<void>;
   insertWebhook(tenantId: string, webhook: StoredWebhook): Promise<void>;
   updateWebhook(
@@ -381,6 +395,7 @@ export const STORE_TABLES = [
   'conflicts',
   'events',
   'event_values',
+  'checkpoints',
   'chain_heads',
   'deliveries',
   'approvals',
@@ -401,6 +416,7 @@ export const STORE_TABLE_KEYS: Readonly<Record<StoreTable, readonly string[]>> =
   conflicts: ['conflict_id'],
   events: ['tenant_id', 'seq'],
   event_values: ['tenant_id', 'seq'],
+  checkpoints: ['tenant_id', 'seq'],
   chain_heads: ['tenant_id'],
   deliveries: ['delivery_id'],
   approvals: ['approval_id'],

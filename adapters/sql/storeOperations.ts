@@ -22,6 +22,7 @@ import { erasedMarker, eventValuesOf, openEventData } from '../../src/index.js';
 import type { SqlDialect, Statement } from './dialect.js';
 import type { SqlExecutor } from './executor.js';
 import { createPolicyReader, createPolicyWriter } from './policyOperations.js';
+import * as prune from './pruneStatements.js';
 import {
   apiKeyValues,
   itemsFromRows,
@@ -205,6 +206,24 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
         writes.push({ sql: sql.eraseApprovalBody, args: [JSON.stringify(body), t, r[0]] });
       }
       await db.runAll(writes);
+    },
+    async insertCheckpoint(c) {
+      await write([prune.insertCheckpoint(c)]);
+    },
+    async latestCheckpoint(t) {
+      const r = await db.get(prune.latestCheckpoint, [t]);
+      return r ? prune.rowToCheckpoint(r) : null;
+    },
+    async eventAt(t, seq) {
+      const r = await db.get(prune.eventAt, [t, seq]);
+      return r ? { hash: str(r['hash']), occurred_at: str(r['occurred_at']) } : null;
+    },
+    async firstEventSeq(t) {
+      const r = await db.get(prune.firstEventSeq, [t]);
+      return r ? num(r['seq']) : null;
+    },
+    async pruneEvents(t, seq) {
+      await write(prune.pruneThrough(t, seq));
     },
     async insertDeliveries(t, rows) {
       if (rows.length === 0) return;

@@ -47,5 +47,7 @@ export function summarizeEvent(event: Pick<HistoryEvent, 'type' | 'data'>): stri
       return `session erased by ${s('requested_by')}: ${s('fields')} field(s) of ${s('events')} event(s)`;
     case 'history.upgraded':
       return `history upgraded to format ${s('format')} after ${s('events')} events`;
+    case 'retention.pruned':
+      return `events ${s('from_seq')}–${s('through_seq')} pruned behind checkpoint ${s('checkpoint_hash').slice(0, 12)} by ${s('requested_by')}`;
   }
 }

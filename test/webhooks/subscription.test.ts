@@ -24,6 +24,7 @@ describe('WEBHOOK_EVENT_TYPES', () => {
       'policy.replayed',
       'erasure.completed',
       'history.upgraded',
+      'retention.pruned',
     ]);
   });
 
