@@ -18,6 +18,7 @@ import {
   EVENT_TYPES,
   type HistoryEvent,
   packageVersion,
+  parseCheckpoint,
   SCOPES,
   type Scope,
   summarizeEvent,
@@ -25,6 +26,11 @@ import {
 } from '../../src/index.js';
 import { DEFAULT_MCP_SOURCES, runStdioServer } from '../mcp/index.js';
 import { registerApprovalsCommands } from './approvalsCommand.js';
+import {
+  checkpointKeyOptions,
+  readCheckpointKeys,
+  registerCheckpointCommands,
+} from './checkpointCommands.js';
 import { list, listOfChoices, readServeConfig, readServiceConfig, readStoreConfig } from './config.js';
 import { CLOSED_PIPE_STATUS, errorMessage, isClosedPipe, stopWhenReaderGoes } from './errorOutput.js';
 import { openGatehouse, openStore, policyOriginOf } from './openService.js';
@@ -69,7 +75,7 @@ function serviceOptions(cmd: Command): Command {
   );
 }
 
-const serve = serviceOptions(program.command('serve'));
+const serve = checkpointKeyOptions(serviceOptions(program.command('serve')));
 serve
   .description(
     'run the /v1 HTTP API, /mcp and the webhook sender (default 127.0.0.1:8787, SQLite .gatehouse/gatehouse.db)',
@@ -112,7 +118,7 @@ serve
     "this service's public base URL; /mcp's OAuth resource is <url>/mcp (env GATEHOUSE_PUBLIC_URL; needed with --identity-config)",
   )
   .action(async (flags) => {
-    const config = readServeConfig(flags);
+    const config = { ...readServeConfig(flags), checkpointKeys: readCheckpointKeys(flags) };
     const log = pino({ level: config.logLevel }, pino.destination(2));
     // Before the service: the SDK must be registered before anything takes a meter.
     const telemetry = await startTelemetry({ logger: log });
@@ -289,20 +295,44 @@ storeOptions(program.command('history'))
     }
   });
 
-storeOptions(program.command('verify'))
-  .description("recompute the history's hash chain; exit 1 when it is broken")
+checkpointKeyOptions(storeOptions(program.command('verify')))
+  .description(
+    "recompute the history's hash chain (a pruned one from its signed checkpoint); exit 1 when it is broken",
+  )
   .option('--tenant <id>', 'only this tenant (default: every tenant)')
+  .option(
+    '--checkpoint <file>',
+    'start from this checkpoint kept elsewhere instead of the stored one (with --public-key: the key that signed it)',
+  )
   .action(async (flags) => {
-    const gatehouse = await openGatehouse(readStoreConfig(flags));
+    const keys = readCheckpointKeys(flags);
+    const external = flags.checkpoint
+      ? parseCheckpoint(readFileSync(flags.checkpoint as string, 'utf8'))
+      : null;
+    const publicKey = keys.checkpointPublicKey ?? keys.checkpointSigner?.publicKey;
+    if (external !== null && publicKey === undefined) {
+      throw new Error('--checkpoint needs --public-key (the key that signed it).');
+    }
+    const gatehouse = await openGatehouse(readStoreConfig(flags), keys);
     try {
-      const tenants = flags.tenant ? [flags.tenant as string] : await gatehouse.store.listTenants();
+      const tenants = external
+        ? [external.tenant_id]
+        : flags.tenant
+          ? [flags.tenant as string]
+          : await gatehouse.store.listTenants();
       let ok = true;
       for (const tenantId of tenants) {
-        const r = await gatehouse.verifyHistory({ tenantId });
+        const r =
+          external && publicKey
+            ? await gatehouse.verifyFromCheckpoint(
+                { checkpoint: external, public_key: publicKey },
+                { tenantId },
+              )
+            : await gatehouse.verifyHistory({ tenantId });
         ok &&= r.ok;
         process.stdout.write(
           r.ok
-            ? `tenant ${tenantId}: ok, ${r.checked} events, ${r.verified_fields} values verified, ${r.erased_fields} erased, head ${r.head ?? '-'}\n`
+            ? `tenant ${tenantId}: ok, ${r.checked} events${r.pruned_through === undefined ? '' : ` after the checkpoint at seq ${r.pruned_through}`}, ${r.verified_fields} values verified, ${r.erased_fields} erased, head ${r.head ?? '-'}\n`
             : `tenant ${tenantId}: BROKEN at seq ${r.first_bad_seq}: ${r.problem}\n`,
         );
       }
@@ -423,6 +453,7 @@ storeOptions(program.command('import'))
   });
 
 registerApprovalsCommands(program);
+registerCheckpointCommands(program, { storeOptions });
 
 const policy = program.command('policy').description('work with policy files');
 policy

@@ -138,6 +138,7 @@ export async function startService(
   const gatehouse = await openGatehouse(
     config,
     {
+      ...config.checkpointKeys,
       policyOrigin: policyOriginOf(config),
       checkWebhookUrl: (url) => assertWebhookUrlAllowed(url, { policy: urlPolicy }),
       onDeliveriesQueued: () => dispatcher?.wake(),
