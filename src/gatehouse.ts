@@ -12,6 +12,7 @@ import { historyOperations } from './operations/historyOperations.js';
 import { createOperationContext, type OperationContext } from './operations/operationContext.js';
 import { policyOperations } from './operations/policyOperations.js';
 import { pruneOperations } from './operations/pruneOperations.js';
+import { retentionOperations } from './operations/retentionOperations.js';
 import { stateOperations } from './operations/stateOperations.js';
 import { tracedOperations } from './operations/tracedOperations.js';
 import { webhookOperations } from './operations/webhookOperations.js';
@@ -28,6 +29,10 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
   const state = stateOperations(shared);
   const decisions = decisionOperations(shared);
   const history = historyOperations(shared);
+  const pruning = pruneOperations(shared, {
+    signer: options.checkpointSigner,
+    publicKey: options.checkpointPublicKey,
+  });
   return {
     get policy() {
       return shared.policy;
@@ -49,6 +54,7 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     ...policyOperations(shared),
     ...erasureOperations(shared),
     // After `history`: a pruned chain verifies from its checkpoint.
-    ...pruneOperations(shared, { signer: options.checkpointSigner, publicKey: options.checkpointPublicKey }),
+    ...pruning,
+    ...retentionOperations(shared, pruning),
   };
 }

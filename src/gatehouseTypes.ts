@@ -106,6 +106,17 @@ export type WebhookUrlCheck = (
   // biome-ignore lint/suspicious/noConfusingVoidType: a check that only throws is `async (url) => { … }`
 ) => Promise<void | { warnings?: readonly WebhookWarning[] }>;
 
+/** What one retention run did for a tenant. */
+export interface RetentionReport {
+  tenant_id: string;
+  /** Values erased for `values_after`: events, fields, and the seq of each erasure event. */
+  erased: { events: number; fields: number; erasures: number[] };
+  /** The prune for `history_after`, or null. */
+  pruned: PruneReport | null;
+  /** Why the prune was refused, or null. */
+  problem: string | null;
+}
+
 /** Options for {@link createGatehouse}. */
 export interface GatehouseOptions {
   /** Where state, history and webhooks live. */
@@ -256,6 +267,13 @@ export interface Gatehouse {
    * inside the retention floor (183 days) unless `allow_below_floor`.
    */
   pruneHistory(input: PruneInput, ctx?: CallContext): Promise<PruneReport>;
+  /**
+   * Applies the tenant's policy `retention:`: erases the values of events older than
+   * `values_after` (batches of 500, each an `erasure.completed` with reason `retention`) and
+   * prunes events older than `history_after` behind a signed checkpoint. A prune that is refused
+   * (no checkpoint key) is reported in `problem`, not thrown.
+   */
+  runRetention(ctx?: CallContext): Promise<RetentionReport>;
   /**
    * Erases what callers wrote into a session — history values and their salts, state values,
    * conflict values, approval params — in one transaction that denies its pending approvals and

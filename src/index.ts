@@ -76,6 +76,7 @@ export type {
   DecisionRecord,
   Gatehouse,
   GatehouseOptions,
+  RetentionReport,
   WebhookUrlCheck,
 } from './gatehouseTypes.js';
 export {

@@ -304,6 +304,12 @@ export interface StoreTx extends StoreReader, PolicyWriter {
    * refuses it unless a checkpoint of the tenant at or beyond `seq` is stored.
    */
   pruneEvents(tenantId: string, seq: number): Promise<void>;
+  /** Events older than `before` whose values are kept, oldest first, at most `limit`. */
+  listExpiredValues(tenantId: string, before: string, limit: number): Promise<SessionValues[]>;
+  /** Erases the values of these events (their rows keep `erasedBy`, the erasure event's seq). */
+  expireValues(tenantId: string, seqs: readonly number[], erasedBy: number): Promise<void>;
+  /** The seq of the newest event older than `before`, or null. */
+  lastSeqBefore(tenantId: string, before: string): Promise<number | null>;
   insertDeliveries(tenantId: string, deliveries: NewDelivery[]): Promise<void>;
   insertWebhook(tenantId: string, webhook: StoredWebhook): Promise<void>;
   updateWebhook(

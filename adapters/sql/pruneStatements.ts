@@ -63,3 +63,20 @@ export function rowToCheckpoint(r: Row): Checkpoint {
     signature: str(r['signature']),
   };
 }
+
+/** Kept values of events older than a time, oldest first: what `values_after` erases. */
+export const expiredValues = `SELECT v.seq AS seq, e.type AS type, v.fields AS fields FROM event_values v
+  JOIN events e ON e.tenant_id = v.tenant_id AND e.seq = v.seq
+  WHERE v.tenant_id = ? AND v.fields IS NOT NULL AND e.occurred_at < ? ORDER BY v.seq LIMIT ?`;
+
+/** Erases the values of these events; the rows keep the seq of the erasure event. */
+export function expireValues(tenantId: string, seqs: readonly number[], erasedBy: number): Statement {
+  return {
+    sql: `UPDATE event_values SET fields = NULL, erased_by = ? WHERE tenant_id = ? AND fields IS NOT NULL
+      AND seq IN (${seqs.map(() => '?').join(', ')})`,
+    args: [erasedBy, tenantId, ...seqs],
+  };
+}
+
+/** The newest event older than a time. */
+export const lastSeqBefore = 'SELECT max(seq) AS seq FROM events WHERE tenant_id = ? AND occurred_at < ?';

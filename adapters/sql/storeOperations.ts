@@ -225,6 +225,20 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
     async pruneEvents(t, seq) {
       await write(prune.pruneThrough(t, seq));
     },
+    async listExpiredValues(t, before, limit) {
+      return (await db.all(prune.expiredValues, [t, before, limit])).map((r) => ({
+        seq: num(r['seq']),
+        type: r['type'] as SessionValues['type'],
+        paths: Object.keys(json<Record<string, unknown>>(r['fields'])),
+      }));
+    },
+    async expireValues(t, seqs, erasedBy) {
+      if (seqs.length > 0) await write([prune.expireValues(t, seqs, erasedBy)]);
+    },
+    async lastSeqBefore(t, before) {
+      const r = await db.get(prune.lastSeqBefore, [t, before]);
+      return r?.['seq'] == null ? null : num(r['seq']);
+    },
     async insertDeliveries(t, rows) {
       if (rows.length === 0) return;
       if (defer) defer({ kind: 'deliveries', tenantId: t, rows });

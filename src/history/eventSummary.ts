@@ -44,6 +44,9 @@ export function summarizeEvent(event: Pick<HistoryEvent, 'type' | 'data'>): stri
     case 'policy.replayed':
       return `policy ${s('revision').slice(0, 12)} replayed over ${s('decisions')} decisions: ${s('changed')} changed verdict`;
     case 'erasure.completed':
+      if (d['reason'] === 'retention') {
+        return `retention erased ${s('fields')} field(s) of ${s('events')} event(s) older than ${s('before')}`;
+      }
       return `session erased by ${s('requested_by')}: ${s('fields')} field(s) of ${s('events')} event(s)`;
     case 'history.upgraded':
       return `history upgraded to format ${s('format')} after ${s('events')} events`;
