@@ -35,6 +35,7 @@ import { list, listOfChoices, readServeConfig, readServiceConfig, readStoreConfi
 import { CLOSED_PIPE_STATUS, errorMessage, isClosedPipe, stopWhenReaderGoes } from './errorOutput.js';
 import { openGatehouse, openStore, policyOriginOf } from './openService.js';
 import { registerPolicyCommands } from './policyCommands.js';
+import { registerRetentionCommand } from './retentionCommand.js';
 import { banner, startService } from './serve.js';
 import { startTelemetry } from './telemetry.js';
 
@@ -454,6 +455,7 @@ storeOptions(program.command('import'))
 
 registerApprovalsCommands(program);
 registerCheckpointCommands(program, { storeOptions });
+registerRetentionCommand(program, { storeOptions, policyOption });
 
 const policy = program.command('policy').description('work with policy files');
 policy

@@ -5,7 +5,7 @@
  * checkpoint are both rewritten under another key.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -154,5 +154,52 @@ describe.each(STORE_TARGETS)('gatehouse prune and verify on $name', (target) => 
     const storedBroken = await gatehouse('verify', ...db, '--public-key', `${key}.pub`);
     expect(storedBroken.code).toBe(1);
     expect(storedBroken.stdout).toMatch(/BROKEN at seq 600: .*not by the configured key/);
+  }, 180_000);
+
+  it('retention run applies the policy: erases old values, prunes old history, writes the checkpoint', async () => {
+    const place = target.place();
+    const store = await target.open(place);
+    await writeOld(store);
+    await store.close();
+    const db = databaseFlags(target, place);
+    const key = join(dir, `${target.name}-retention.pem`);
+    expect((await gatehouse('checkpoint', 'keygen', '--out', key)).code).toBe(0);
+    const policy = join(dir, 'retention.yaml');
+    writeFileSync(policy, 'version: 1\nretention:\n  values_after: 30d\n  history_after: 200d\n');
+    const checkpoints = join(dir, `${target.name}-checkpoints`);
+
+    const unkeyed = await gatehouse(
+      'retention',
+      'run',
+      ...db,
+      '--policy',
+      policy,
+      '--checkpoint-dir',
+      checkpoints,
+    );
+    expect(unkeyed.code).toBe(1);
+    expect(unkeyed.stdout).toMatch(
+      /erased 2000 field\(s\) of 1000 event\(s\); prune refused: No checkpoint key/,
+    );
+
+    const run = await gatehouse(
+      'retention',
+      'run',
+      ...db,
+      '--policy',
+      policy,
+      '--checkpoint-key',
+      key,
+      '--checkpoint-dir',
+      checkpoints,
+    );
+    expect(run.stderr).toBe('');
+    // The run's erasure events are new: only the 1,000 old events go.
+    expect(run.stdout).toMatch(
+      /tenant default: erased 0 field\(s\) of 0 event\(s\), pruned events 1-1000 behind checkpoint/,
+    );
+    expect(existsSync(join(checkpoints, 'default-1000.json'))).toBe(true);
+    const verified = await gatehouse('verify', ...db, '--public-key', `${key}.pub`);
+    expect(verified.stdout).toMatch(/ok, 3 events after the checkpoint at seq 1000/);
   }, 180_000);
 });
