@@ -19,6 +19,9 @@ export const EVENT_TYPES = [
   'erasure.completed',
   'history.upgraded',
   'retention.pruned',
+  'legal_hold.placed',
+  'legal_hold.released',
+  'legal_hold.overridden',
 ] as const;
 
 export const VERDICTS = ['Allow', 'Warn', 'Block'] as const;

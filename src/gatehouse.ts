@@ -9,6 +9,7 @@ import { approvalOperations } from './operations/approvalOperations.js';
 import { decisionOperations } from './operations/decisionOperations.js';
 import { erasureOperations } from './operations/erasureOperations.js';
 import { historyOperations } from './operations/historyOperations.js';
+import { legalHoldOperations } from './operations/legalHolds.js';
 import { createOperationContext, type OperationContext } from './operations/operationContext.js';
 import { policyOperations } from './operations/policyOperations.js';
 import { pruneOperations } from './operations/pruneOperations.js';
@@ -56,5 +57,6 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     // After `history`: a pruned chain verifies from its checkpoint.
     ...pruning,
     ...retentionOperations(shared, pruning),
+    ...legalHoldOperations(shared),
   };
 }

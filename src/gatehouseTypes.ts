@@ -9,6 +9,7 @@ import type { KeyObject } from 'node:crypto';
 import type { PrincipalRecord } from './auth/principalRecord.js';
 import type { CompiledPolicy } from './gate/index.js';
 import type { Checkpoint, CheckpointSigner } from './history/checkpoints.js';
+import type { LegalHold, LegalHoldList, PlaceHoldInput } from './history/legalHoldSchemas.js';
 import type { PruneInput, PruneReport } from './history/pruneSchemas.js';
 import type {
   ActivatePolicyInput,
@@ -274,6 +275,15 @@ export interface Gatehouse {
    * (no checkpoint key) is reported in `problem`, not thrown.
    */
   runRetention(ctx?: CallContext): Promise<RetentionReport>;
+  /** Places a legal hold on a session or (without one) the tenant, recorded as `legal_hold.placed`. */
+  placeHold(input: PlaceHoldInput, ctx?: CallContext): Promise<LegalHold>;
+  /**
+   * Releases a hold, recorded as `legal_hold.released`.
+   * @throws {GatehouseError} `not_found` for an unknown hold.
+   */
+  releaseHold(holdId: string, ctx?: CallContext): Promise<LegalHold>;
+  /** The tenant's holds in force. */
+  listHolds(ctx?: CallContext): Promise<LegalHoldList>;
   /**
    * Erases what callers wrote into a session — history values and their salts, state values,
    * conflict values, approval params — in one transaction that denies its pending approvals and

@@ -123,6 +123,14 @@ export {
   verifyChain,
 } from './history/hashChain.js';
 export {
+  type LegalHold,
+  type LegalHoldList,
+  LegalHoldListSchema,
+  LegalHoldSchema,
+  type PlaceHoldInput,
+  PlaceHoldInputSchema,
+} from './history/legalHoldSchemas.js';
+export {
   CheckpointSchema,
   PRUNE_FLOOR_DAYS,
   type PruneInput,

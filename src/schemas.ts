@@ -327,6 +327,9 @@ export const EVENT_TYPES = [
   'erasure.completed',
   'history.upgraded',
   'retention.pruned',
+  'legal_hold.placed',
+  'legal_hold.released',
+  'legal_hold.overridden',
 ] as const;
 export const EventTypeSchema = z.enum(EVENT_TYPES);
 export type EventType = z.infer<typeof EventTypeSchema>;
@@ -497,6 +500,8 @@ export type Delivery = z.infer<typeof DeliverySchema>;
  */
 export const EraseInputSchema = z.strictObject({
   session_id: SessionIdSchema,
+  /** Erase although a legal hold covers the session; recorded as `legal_hold.overridden`. @default false */
+  override_hold: z.boolean().optional(),
   /** List what would be erased; erase nothing. @default false */
   dry_run: z.boolean().optional(),
   /**
@@ -536,6 +541,8 @@ export type SessionTag = z.infer<typeof SessionTagSchema>;
 /** `POST /v1/erasures/subject`: erase every session tagged with a subject, and the tags. */
 export const EraseSubjectInputSchema = z.strictObject({
   subject: SubjectSchema,
+  /** As {@link EraseInputSchema}'s `override_hold`. */
+  override_hold: z.boolean().optional(),
   /** List what would be erased; erase nothing. @default false */
   dry_run: z.boolean().optional(),
   /** As {@link EraseInputSchema}'s `reference`. */

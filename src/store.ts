@@ -9,6 +9,7 @@
 import type { Checkpoint } from './history/checkpoints.js';
 import type { SealedFields } from './history/commitments.js';
 import type { SealedEvent } from './history/hashChain.js';
+import type { LegalHold } from './history/legalHoldSchemas.js';
 import type {
   ApiKey,
   Approval,
@@ -308,6 +309,13 @@ export interface StoreTx extends StoreReader, PolicyWriter {
   listExpiredValues(tenantId: string, before: string, limit: number): Promise<SessionValues[]>;
   /** Erases the values of these events (their rows keep `erasedBy`, the erasure event's seq). */
   expireValues(tenantId: string, seqs: readonly number[], erasedBy: number): Promise<void>;
+  insertHold(tenantId: string, hold: LegalHold): Promise<void>;
+  /** Deletes a hold; the hold it was, or null. */
+  deleteHold(tenantId: string, holdId: string): Promise<LegalHold | null>;
+  /** The tenant's holds in force, by ID. */
+  listHolds(tenantId: string): Promise<LegalHold[]>;
+  /** The seq of the first event of any held session, or null. */
+  firstHeldSeq(tenantId: string): Promise<number | null>;
   /** The seq of the newest event older than `before`, or null. */
   lastSeqBefore(tenantId: string, before: string): Promise<number | null>;
   insertDeliveries(tenantId: string, deliveries: NewDelivery[]): Promise<void>;
@@ -408,6 +416,7 @@ export const STORE_TABLES = [
   'policy_revisions',
   'policy_active',
   'session_subjects',
+  'legal_holds',
 ] as const;
 
 /** One table of a Store. */
@@ -429,6 +438,7 @@ export const STORE_TABLE_KEYS: Readonly<Record<StoreTable, readonly string[]>> =
   policy_revisions: ['tenant_id', 'revision'],
   policy_active: ['tenant_id'],
   session_subjects: ['tenant_id', 'session_id'],
+  legal_holds: ['hold_id'],
 };
 
 /** One row of a dump: the same columns (text and numbers) in every Store, so dumps move between them. */

@@ -57,6 +57,70 @@ function writeCheckpoint(file: string, checkpoint: Checkpoint): void {
   writeFileSync(file, `${JSON.stringify(checkpoint, null, 2)}\n`);
 }
 
+/** Registers `hold place|release|list`. */
+export function registerHoldCommands(
+  program: Command,
+  helpers: { storeOptions(cmd: Command): Command },
+): void {
+  const hold = program
+    .command('hold')
+    .description('legal holds: what one covers is neither erased nor pruned unless overridden');
+  helpers
+    .storeOptions(hold.command('place'))
+    .description('place a hold on a session, or (without --session) on the whole tenant')
+    .option('--session <id>', 'the session to hold (default: the tenant)')
+    .requiredOption('--reference <ref>', 'the matter (a case ID, not personal data), recorded in the chain')
+    .option('--tenant <id>', 'tenant', 'default')
+    .action(async (flags) => {
+      const gatehouse = await openGatehouse(readStoreConfig(flags));
+      try {
+        const h = await gatehouse.placeHold(
+          {
+            reference: flags.reference as string,
+            ...(flags.session ? { session_id: flags.session as string } : {}),
+          },
+          { tenantId: flags.tenant as string, actor: 'cli' },
+        );
+        process.stdout.write(
+          `${h.hold_id}: ${h.session_id ? `session ${h.session_id}` : 'the tenant'} (${h.reference})\n`,
+        );
+      } finally {
+        await gatehouse.store.close();
+      }
+    });
+  helpers
+    .storeOptions(hold.command('release'))
+    .description('release a hold')
+    .argument('<id>', 'the hold ID')
+    .option('--tenant <id>', 'tenant', 'default')
+    .action(async (id: string, flags) => {
+      const gatehouse = await openGatehouse(readStoreConfig(flags));
+      try {
+        const h = await gatehouse.releaseHold(id, { tenantId: flags.tenant as string, actor: 'cli' });
+        process.stdout.write(`${h.hold_id} released\n`);
+      } finally {
+        await gatehouse.store.close();
+      }
+    });
+  helpers
+    .storeOptions(hold.command('list'))
+    .description('the holds in force')
+    .option('--tenant <id>', 'tenant', 'default')
+    .action(async (flags) => {
+      const gatehouse = await openGatehouse(readStoreConfig(flags));
+      try {
+        const { holds } = await gatehouse.listHolds({ tenantId: flags.tenant as string });
+        for (const h of holds) {
+          process.stdout.write(
+            `${h.hold_id}\t${h.session_id ?? '(tenant)'}\t${h.reference}\t${h.placed_by}\t${h.placed_at}\n`,
+          );
+        }
+      } finally {
+        await gatehouse.store.close();
+      }
+    });
+}
+
 /** Registers `checkpoint keygen`, `checkpoint create` and `prune`. */
 export function registerCheckpointCommands(
   program: Command,
@@ -105,6 +169,7 @@ export function registerCheckpointCommands(
     .requiredOption('--checkpoint-out <file>', 'where to write the checkpoint (JSON)')
     .option('--tenant <id>', 'tenant', 'default')
     .option('--allow-below-floor', 'prune events younger than 183 days (recorded in the event)')
+    .option('--override-hold', 'prune although a legal hold covers it (recorded as legal_hold.overridden)')
     .option('--reference <ref>', 'a ticket ID recorded in the event (not personal data)')
     .option('--json', 'print the report as JSON')
     .action(async (flags) => {
@@ -114,6 +179,7 @@ export function registerCheckpointCommands(
           {
             through_seq: Number(flags.through),
             ...(flags.allowBelowFloor ? { allow_below_floor: true } : {}),
+            ...(flags.overrideHold ? { override_hold: true } : {}),
             ...(flags.reference ? { reference: flags.reference as string } : {}),
           },
           { tenantId: flags.tenant as string, actor: 'cli' },

@@ -30,6 +30,7 @@ import {
   checkpointKeyOptions,
   readCheckpointKeys,
   registerCheckpointCommands,
+  registerHoldCommands,
 } from './checkpointCommands.js';
 import { list, listOfChoices, readServeConfig, readServiceConfig, readStoreConfig } from './config.js';
 import { CLOSED_PIPE_STATUS, errorMessage, isClosedPipe, stopWhenReaderGoes } from './errorOutput.js';
@@ -356,6 +357,7 @@ storeOptions(program.command('erase'))
     'the request reference (a ticket ID, not personal data), recorded in the event',
   )
   .option('--dry-run', 'list what would be erased; erase nothing')
+  .option('--override-hold', 'erase although a legal hold covers it (recorded as legal_hold.overridden)')
   .option('--json', 'print the report as JSON')
   .action(async (flags) => {
     if (Boolean(flags.session) === Boolean(flags.subject))
@@ -365,6 +367,7 @@ storeOptions(program.command('erase'))
       const common = {
         ...(flags.dryRun ? { dry_run: true } : {}),
         ...(flags.reference ? { reference: flags.reference as string } : {}),
+        ...(flags.overrideHold ? { override_hold: true } : {}),
       };
       const ctx = { tenantId: flags.tenant as string, actor: 'cli' };
       const reports = flags.subject
@@ -455,6 +458,7 @@ storeOptions(program.command('import'))
 
 registerApprovalsCommands(program);
 registerCheckpointCommands(program, { storeOptions });
+registerHoldCommands(program, { storeOptions });
 registerRetentionCommand(program, { storeOptions, policyOption });
 
 const policy = program.command('policy').description('work with policy files');

@@ -15,6 +15,7 @@
  */
 
 import { EVENT_VALUES_TABLE, HISTORY_FORMAT_2, SESSION_SUBJECTS_TABLE } from '../sql/historyUpgrade.js';
+import { LEGAL_HOLDS_TABLE } from '../sql/legalHoldStatements.js';
 import { CHECKPOINTS_TABLE } from '../sql/pruneStatements.js';
 
 /** One migration; `upgradeHistory`: after its SQL, existing events are re-encoded (historyUpgrade.ts). */
@@ -276,5 +277,11 @@ $$;
 CREATE TRIGGER events_delete_behind_checkpoint BEFORE DELETE ON events
   FOR EACH ROW EXECUTE FUNCTION gatehouse_events_prune_behind_checkpoint();
 `,
+  },
+  {
+    version: 10,
+    name: 'legal holds',
+    // What a hold covers is neither erased nor pruned unless overridden (recorded as an event).
+    sql: LEGAL_HOLDS_TABLE({ text: 'text COLLATE "C"' }),
   },
 ];

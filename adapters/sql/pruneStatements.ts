@@ -64,10 +64,12 @@ export function rowToCheckpoint(r: Row): Checkpoint {
   };
 }
 
-/** Kept values of events older than a time, oldest first: what `values_after` erases. */
+/** Kept values of events older than a time, oldest first, but of held sessions: what `values_after` erases. */
 export const expiredValues = `SELECT v.seq AS seq, e.type AS type, v.fields AS fields FROM event_values v
   JOIN events e ON e.tenant_id = v.tenant_id AND e.seq = v.seq
-  WHERE v.tenant_id = ? AND v.fields IS NOT NULL AND e.occurred_at < ? ORDER BY v.seq LIMIT ?`;
+  WHERE v.tenant_id = ? AND v.fields IS NOT NULL AND e.occurred_at < ?
+  AND e.session_id NOT IN (SELECT session_id FROM legal_holds WHERE tenant_id = e.tenant_id AND session_id IS NOT NULL)
+  ORDER BY v.seq LIMIT ?`;
 
 /** Erases the values of these events; the rows keep the seq of the erasure event. */
 export function expireValues(tenantId: string, seqs: readonly number[], erasedBy: number): Statement {

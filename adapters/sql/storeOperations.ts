@@ -21,6 +21,7 @@ import type {
 import { erasedMarker, eventValuesOf, openEventData } from '../../src/index.js';
 import type { SqlDialect, Statement } from './dialect.js';
 import type { SqlExecutor } from './executor.js';
+import * as holds from './legalHoldStatements.js';
 import { createPolicyReader, createPolicyWriter } from './policyOperations.js';
 import * as prune from './pruneStatements.js';
 import {
@@ -234,6 +235,22 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
     },
     async expireValues(t, seqs, erasedBy) {
       if (seqs.length > 0) await write([prune.expireValues(t, seqs, erasedBy)]);
+    },
+    async insertHold(t, h) {
+      await write([holds.insertHold(t, h)]);
+    },
+    async deleteHold(t, id) {
+      const r = await db.get(holds.getHold, [t, id]);
+      if (!r) return null;
+      await write([{ sql: holds.deleteHold, args: [t, id] }]);
+      return holds.rowToHold(r);
+    },
+    async listHolds(t) {
+      return (await db.all(holds.listHolds, [t])).map(holds.rowToHold);
+    },
+    async firstHeldSeq(t) {
+      const r = await db.get(holds.firstHeldSeq, [t, t]);
+      return r?.['seq'] == null ? null : num(r['seq']);
     },
     async lastSeqBefore(t, before) {
       const r = await db.get(prune.lastSeqBefore, [t, before]);

@@ -4,6 +4,7 @@
  */
 
 import { EVENT_VALUES_TABLE, HISTORY_FORMAT_2, SESSION_SUBJECTS_TABLE } from '../sql/historyUpgrade.js';
+import { LEGAL_HOLDS_TABLE } from '../sql/legalHoldStatements.js';
 import { CHECKPOINTS_TABLE } from '../sql/pruneStatements.js';
 
 /** One migration; `upgradeHistory`: after its SQL, existing events are re-encoded (historyUpgrade.ts). */
@@ -264,5 +265,11 @@ CREATE TRIGGER events_no_delete BEFORE DELETE ON events
 WHEN NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.tenant_id = OLD.tenant_id AND c.seq >= OLD.seq)
 BEGIN SELECT RAISE(ABORT, 'history events are append-only: DELETE refused (no checkpoint covers the event)'); END;
 `,
+  },
+  {
+    version: 11,
+    name: 'legal holds',
+    // What a hold covers is neither erased nor pruned unless overridden (recorded as an event).
+    sql: LEGAL_HOLDS_TABLE({ text: 'TEXT' }),
   },
 ];

@@ -50,6 +50,11 @@ export function summarizeEvent(event: Pick<HistoryEvent, 'type' | 'data'>): stri
       return `session erased by ${s('requested_by')}: ${s('fields')} field(s) of ${s('events')} event(s)`;
     case 'history.upgraded':
       return `history upgraded to format ${s('format')} after ${s('events')} events`;
+    case 'legal_hold.placed':
+    case 'legal_hold.released':
+      return `legal hold ${s('hold_id')} (${s('reference')}) on ${d['session_id'] ? `session ${s('session_id')}` : 'the tenant'} ${event.type === 'legal_hold.placed' ? 'placed' : 'released'} by ${s('by')}`;
+    case 'legal_hold.overridden':
+      return `legal hold(s) ${s('holds')} overridden by ${s('by')} for ${s('operation')}`;
     case 'retention.pruned':
       return `events ${s('from_seq')}–${s('through_seq')} pruned behind checkpoint ${s('checkpoint_hash').slice(0, 12)} by ${s('requested_by')}`;
   }

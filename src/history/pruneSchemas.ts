@@ -26,6 +26,8 @@ export const PruneInputSchema = z.strictObject({
    * `retention.pruned` event. @default false
    */
   allow_below_floor: z.boolean().optional(),
+  /** Prune although a legal hold covers the range; recorded as `legal_hold.overridden`. @default false */
+  override_hold: z.boolean().optional(),
   /** A ticket ID recorded in the event (not personal data). */
   reference: z
     .string()

@@ -19,6 +19,7 @@ import { verifyChain } from '../history/hashChain.js';
 import { PRUNE_FLOOR_DAYS, PruneInputSchema, type PruneReport } from '../history/pruneSchemas.js';
 import type { VerifyResult } from '../schemas.js';
 import { parseInput } from '../validation.js';
+import { enforceHolds } from './legalHolds.js';
 import type { OperationContext } from './operationContext.js';
 
 const DAY_MS = 86_400_000;
@@ -120,6 +121,18 @@ export function pruneOperations(
             `Event ${through} is younger than the retention floor of ${PRUNE_FLOOR_DAYS} days: history is kept at least that long unless allow_below_floor is set.`,
           );
         }
+        const holds = await tx.listHolds(tenantId);
+        const firstHeld = await tx.firstHeldSeq(tenantId);
+        await enforceHolds(shared, tx, {
+          tenantId,
+          // A session hold covers the prefix once one of its events is in it.
+          covering: holds.filter(
+            (h) => h.session_id === null || (firstHeld !== null && firstHeld <= through),
+          ),
+          override: input.override_hold === true,
+          operation: `prune through seq ${through}`,
+          ctx,
+        });
         const checkpoint = signCheckpoint(
           {
             tenant_id: tenantId,

@@ -29,6 +29,17 @@ export function retentionOperations(
         problem: null,
       };
       if (settings === undefined) return report;
+      // Retention never overrides a hold: a tenant hold stops it; a session hold keeps that
+      // session's values (the store skips them) and every event from the session's first on.
+      const { holds, firstHeld } = await shared.store.transaction(async (tx) => ({
+        holds: await tx.listHolds(tenantId),
+        firstHeld: await tx.firstHeldSeq(tenantId),
+      }));
+      const tenantHold = holds.find((h) => h.session_id === null);
+      if (tenantHold !== undefined) {
+        report.problem = `legal hold ${tenantHold.hold_id} (${tenantHold.reference}) covers the tenant: retention did not run`;
+        return report;
+      }
       const now = shared.clock().getTime();
       if (settings.values_after !== undefined) {
         const before = new Date(now - settings.values_after * DAY_MS).toISOString();
@@ -79,7 +90,8 @@ export function retentionOperations(
       }
       if (settings.history_after !== undefined) {
         const before = new Date(now - settings.history_after * DAY_MS).toISOString();
-        const through = await shared.store.transaction((tx) => tx.lastSeqBefore(tenantId, before));
+        const older = await shared.store.transaction((tx) => tx.lastSeqBefore(tenantId, before));
+        const through = older !== null && firstHeld !== null ? Math.min(older, firstHeld - 1) : older;
         const first = await shared.store.transaction((tx) => tx.firstEventSeq(tenantId));
         if (through !== null && first !== null && through >= first) {
           try {

@@ -25,6 +25,9 @@ describe('WEBHOOK_EVENT_TYPES', () => {
       'erasure.completed',
       'history.upgraded',
       'retention.pruned',
+      'legal_hold.placed',
+      'legal_hold.released',
+      'legal_hold.overridden',
     ]);
   });
 
