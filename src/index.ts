@@ -167,6 +167,11 @@ export {
   type ReplayPacerOptions,
 } from './lifecycle/replayPacer.js';
 export { compareOutcomes, type DecisionOutcome, firedRules } from './lifecycle/replayReport.js';
+export {
+  type RetentionSchedule,
+  type RetentionScheduleOptions,
+  startRetentionSchedule,
+} from './lifecycle/retentionSchedule.js';
 export { packageVersion } from './packageVersion.js';
 export {
   type Clock,

@@ -30,6 +30,8 @@ export interface ServiceConfig extends StoreConfig {
 export interface ServeConfig extends ServiceConfig {
   /** Signs checkpoints and verifies stored ones (`--checkpoint-key`, `--public-key`). @default none */
   checkpointKeys?: Pick<GatehouseOptions, 'checkpointSigner' | 'checkpointPublicKey'>;
+  /** Minutes between retention runs; 0: none. @default 60 (env GATEHOUSE_RETENTION_INTERVAL) */
+  retentionIntervalMinutes?: number;
   /** @default 127.0.0.1 (env GATEHOUSE_HOST) */
   host: string;
   /** @default 8787 (env GATEHOUSE_PORT) */

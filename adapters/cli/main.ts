@@ -101,6 +101,10 @@ serve
       'full',
     ]),
   )
+  .option(
+    '--retention-interval <minutes>',
+    "minutes between runs of each tenant's policy retention: (env GATEHOUSE_RETENTION_INTERVAL; default 60, 0 = off)",
+  )
   .option('--allow-insecure-loopback-webhooks', 'DEVELOPMENT ONLY: allow http:// webhooks to loopback')
   .option('--no-ui', 'do not serve the web console at /ui/ (env GATEHOUSE_UI=0)')
   .option(
@@ -120,7 +124,15 @@ serve
     "this service's public base URL; /mcp's OAuth resource is <url>/mcp (env GATEHOUSE_PUBLIC_URL; needed with --identity-config)",
   )
   .action(async (flags) => {
-    const config = { ...readServeConfig(flags), checkpointKeys: readCheckpointKeys(flags) };
+    const interval = Number(flags.retentionInterval ?? (process.env['GATEHOUSE_RETENTION_INTERVAL'] || 60));
+    if (!Number.isSafeInteger(interval) || interval < 0) {
+      throw new Error('--retention-interval must be a whole number of minutes (0: off).');
+    }
+    const config = {
+      ...readServeConfig(flags),
+      checkpointKeys: readCheckpointKeys(flags),
+      retentionIntervalMinutes: interval,
+    };
     const log = pino({ level: config.logLevel }, pino.destination(2));
     // Before the service: the SDK must be registered before anything takes a meter.
     const telemetry = await startTelemetry({ logger: log });
