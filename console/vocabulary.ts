@@ -22,6 +22,7 @@ export const EVENT_TYPES = [
   'legal_hold.placed',
   'legal_hold.released',
   'legal_hold.overridden',
+  'retention.configured',
 ] as const;
 
 export const VERDICTS = ['Allow', 'Warn', 'Block'] as const;

@@ -10,7 +10,7 @@ import type { PrincipalRecord } from './auth/principalRecord.js';
 import type { CompiledPolicy } from './gate/index.js';
 import type { Checkpoint, CheckpointSigner } from './history/checkpoints.js';
 import type { LegalHold, LegalHoldList, PlaceHoldInput } from './history/legalHoldSchemas.js';
-import type { PruneInput, PruneReport } from './history/pruneSchemas.js';
+import type { PruneInput, PruneReport, RetentionInput, RetentionView } from './history/pruneSchemas.js';
 import type {
   ActivatePolicyInput,
   ActivePolicy,
@@ -275,6 +275,15 @@ export interface Gatehouse {
    * (no checkpoint key) is reported in `problem`, not thrown.
    */
   runRetention(ctx?: CallContext): Promise<RetentionReport>;
+  /** The tenant's retention in force: set with {@link putRetention}, else the policy's `retention:`. */
+  getRetention(ctx?: CallContext): Promise<RetentionView>;
+  /**
+   * Sets the tenant's retention (it takes the place of the policy's), recorded as
+   * `retention.configured`.
+   * @throws {GatehouseError} `invalid_request` for a `history_after` below the 183-day floor
+   * without `allow_below_floor`.
+   */
+  putRetention(input: RetentionInput, ctx?: CallContext): Promise<RetentionView>;
   /** Places a legal hold on a session or (without one) the tenant, recorded as `legal_hold.placed`. */
   placeHold(input: PlaceHoldInput, ctx?: CallContext): Promise<LegalHold>;
   /**

@@ -137,6 +137,10 @@ export {
   PruneInputSchema,
   type PruneReport,
   PruneReportSchema,
+  type RetentionInput,
+  RetentionInputSchema,
+  type RetentionView,
+  RetentionViewSchema,
 } from './history/pruneSchemas.js';
 export {
   type Activation,

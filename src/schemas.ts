@@ -330,6 +330,7 @@ export const EVENT_TYPES = [
   'legal_hold.placed',
   'legal_hold.released',
   'legal_hold.overridden',
+  'retention.configured',
 ] as const;
 export const EventTypeSchema = z.enum(EVENT_TYPES);
 export type EventType = z.infer<typeof EventTypeSchema>;

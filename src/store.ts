@@ -309,6 +309,15 @@ export interface StoreTx extends StoreReader, PolicyWriter {
   listExpiredValues(tenantId: string, before: string, limit: number): Promise<SessionValues[]>;
   /** Erases the values of these events (their rows keep `erasedBy`, the erasure event's seq). */
   expireValues(tenantId: string, seqs: readonly number[], erasedBy: number): Promise<void>;
+  /** The tenant's retention set with `PUT /v1/retention` (JSON of its settings), or null. */
+  getRetention(
+    tenantId: string,
+  ): Promise<{ settings: string; updated_at: string; updated_by: string } | null>;
+  /** Replaces the tenant's retention. */
+  putRetention(
+    tenantId: string,
+    row: { settings: string; updated_at: string; updated_by: string },
+  ): Promise<void>;
   insertHold(tenantId: string, hold: LegalHold): Promise<void>;
   /** Deletes a hold; the hold it was, or null. */
   deleteHold(tenantId: string, holdId: string): Promise<LegalHold | null>;
@@ -417,6 +426,7 @@ export const STORE_TABLES = [
   'policy_active',
   'session_subjects',
   'legal_holds',
+  'retention_settings',
 ] as const;
 
 /** One table of a Store. */
@@ -439,6 +449,7 @@ export const STORE_TABLE_KEYS: Readonly<Record<StoreTable, readonly string[]>> =
   policy_active: ['tenant_id'],
   session_subjects: ['tenant_id', 'session_id'],
   legal_holds: ['hold_id'],
+  retention_settings: ['tenant_id'],
 };
 
 /** One row of a dump: the same columns (text and numbers) in every Store, so dumps move between them. */

@@ -40,6 +40,8 @@ import {
   type ReplayInput,
   type ReplayReport,
   type ResolveConflictInput,
+  type RetentionInput,
+  type RetentionView,
   type Scope,
   type SessionTag,
   type StateItem,
@@ -113,6 +115,10 @@ export interface GatehouseClient {
   verifyHistory(): Promise<VerifyResult>;
   /** `POST /v1/erasures` (scope `data:erase`): erase a session's caller content, or list it (`dry_run`). */
   eraseSession(input: EraseInput, options?: WriteOptions): Promise<ErasureReport>;
+  /** `GET /v1/retention` (scope `admin`). */
+  getRetention(): Promise<RetentionView>;
+  /** `PUT /v1/retention` (scope `admin`). @throws {GatehouseError} `invalid_request` below the floor */
+  putRetention(input: RetentionInput, options?: WriteOptions): Promise<RetentionView>;
   /** `POST /v1/legal-holds` (scope `admin`). */
   placeHold(input: PlaceHoldInput, options?: WriteOptions): Promise<LegalHold>;
   /** `GET /v1/legal-holds` (scope `admin`). */
@@ -342,6 +348,8 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
     readHistory: (query = {}) => invoke('readHistory', { query: { ...query } }),
     verifyHistory: () => invoke('verifyHistory'),
     eraseSession: (input, opts) => invoke('eraseSession', { body: input, options: opts }),
+    getRetention: () => invoke('getRetention'),
+    putRetention: (input, opts) => invoke('putRetention', { body: input, options: opts }),
     placeHold: (input, opts) => invoke('placeHold', { body: input, options: opts }),
     listHolds: () => invoke('listHolds'),
     releaseHold: (holdId) => invoke('releaseHold', { params: { id: holdId } }),

@@ -15,7 +15,7 @@
  */
 
 import { EVENT_VALUES_TABLE, HISTORY_FORMAT_2, SESSION_SUBJECTS_TABLE } from '../sql/historyUpgrade.js';
-import { LEGAL_HOLDS_TABLE } from '../sql/legalHoldStatements.js';
+import { LEGAL_HOLDS_TABLE, RETENTION_SETTINGS_TABLE } from '../sql/legalHoldStatements.js';
 import { CHECKPOINTS_TABLE } from '../sql/pruneStatements.js';
 
 /** One migration; `upgradeHistory`: after its SQL, existing events are re-encoded (historyUpgrade.ts). */
@@ -283,5 +283,11 @@ CREATE TRIGGER events_delete_behind_checkpoint BEFORE DELETE ON events
     name: 'legal holds',
     // What a hold covers is neither erased nor pruned unless overridden (recorded as an event).
     sql: LEGAL_HOLDS_TABLE({ text: 'text COLLATE "C"' }),
+  },
+  {
+    version: 11,
+    name: 'retention set by the API',
+    // PUT /v1/retention: takes the place of the policy's retention: for the tenant.
+    sql: RETENTION_SETTINGS_TABLE({ text: 'text COLLATE "C"' }),
   },
 ];

@@ -1,6 +1,6 @@
 /**
- * Legal holds, written once for both stores: the `legal_holds` table (both migration files
- * create it from here) and its statements.
+ * Legal holds and API-set retention, written once for both stores: the `legal_holds` and
+ * `retention_settings` tables (both migration files create them from here) and their statements.
  */
 import type { LegalHold } from '../../src/index.js';
 import type { Statement } from './dialect.js';
@@ -17,6 +17,19 @@ CREATE TABLE legal_holds (
   placed_at ${types.text} NOT NULL
 );
 CREATE INDEX legal_holds_by_tenant ON legal_holds (tenant_id, session_id);`;
+
+/** `retention_settings`, as both migration files create it: one row per tenant set by the API. */
+export const RETENTION_SETTINGS_TABLE = (types: { text: string }) => `
+CREATE TABLE retention_settings (
+  tenant_id ${types.text} PRIMARY KEY,
+  settings ${types.text} NOT NULL,
+  updated_at ${types.text} NOT NULL,
+  updated_by ${types.text} NOT NULL
+);`;
+export const getRetention =
+  'SELECT settings, updated_at, updated_by FROM retention_settings WHERE tenant_id = ?';
+export const putRetention = `INSERT INTO retention_settings (tenant_id, settings, updated_at, updated_by) VALUES (?, ?, ?, ?)
+  ON CONFLICT (tenant_id) DO UPDATE SET settings = excluded.settings, updated_at = excluded.updated_at, updated_by = excluded.updated_by`;
 
 export function insertHold(tenantId: string, h: LegalHold): Statement {
   return {

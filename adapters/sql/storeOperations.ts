@@ -236,6 +236,15 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
     async expireValues(t, seqs, erasedBy) {
       if (seqs.length > 0) await write([prune.expireValues(t, seqs, erasedBy)]);
     },
+    async getRetention(t) {
+      const r = await db.get(holds.getRetention, [t]);
+      return r
+        ? { settings: str(r['settings']), updated_at: str(r['updated_at']), updated_by: str(r['updated_by']) }
+        : null;
+    },
+    async putRetention(t, row) {
+      await write([{ sql: holds.putRetention, args: [t, row.settings, row.updated_at, row.updated_by] }]);
+    },
     async insertHold(t, h) {
       await write([holds.insertHold(t, h)]);
     },

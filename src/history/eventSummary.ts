@@ -55,6 +55,8 @@ export function summarizeEvent(event: Pick<HistoryEvent, 'type' | 'data'>): stri
       return `legal hold ${s('hold_id')} (${s('reference')}) on ${d['session_id'] ? `session ${s('session_id')}` : 'the tenant'} ${event.type === 'legal_hold.placed' ? 'placed' : 'released'} by ${s('by')}`;
     case 'legal_hold.overridden':
       return `legal hold(s) ${s('holds')} overridden by ${s('by')} for ${s('operation')}`;
+    case 'retention.configured':
+      return `retention set by ${s('by')}: values ${d['values_after_days'] ?? '-'} d, history ${d['history_after_days'] ?? '-'} d${d['allow_below_floor'] ? ' (below the floor allowed)' : ''}`;
     case 'retention.pruned':
       return `events ${s('from_seq')}–${s('through_seq')} pruned behind checkpoint ${s('checkpoint_hash').slice(0, 12)} by ${s('requested_by')}`;
   }

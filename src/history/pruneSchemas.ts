@@ -2,6 +2,7 @@
  * Inputs and answers of checkpoints and pruning (pruneOperations.ts), parsed at the edge.
  */
 import { z } from 'zod';
+import { retentionSchema } from '../gate/policySchema.js';
 
 /** How long pruned history must be kept at least, unless the floor is lowered explicitly. */
 export const PRUNE_FLOOR_DAYS = 183;
@@ -50,3 +51,25 @@ export const PruneReportSchema = z.object({
   event: z.object({ event_id: z.string(), seq: z.number().int() }),
 });
 export type PruneReport = z.infer<typeof PruneReportSchema>;
+
+/**
+ * `PUT /v1/retention`: the tenant's retention, as a policy's `retention:` writes it (`90d`); it
+ * takes the place of the policy's until replaced. A `history_after` below the floor needs
+ * `allow_below_floor: true`.
+ */
+export const RetentionInputSchema = retentionSchema;
+export type RetentionInput = z.input<typeof RetentionInputSchema>;
+
+/** `GET /v1/retention`: the retention in force and where it comes from. */
+export const RetentionViewSchema = z.object({
+  /** Days after which values are erased, or null. */
+  values_after_days: z.number().int().nullable(),
+  /** Days after which history is pruned, or null. */
+  history_after_days: z.number().int().nullable(),
+  allow_below_floor: z.boolean(),
+  /** `api` (set with PUT), `policy` (the policy's `retention:`) or `none`. */
+  source: z.enum(['api', 'policy', 'none']),
+  updated_at: z.string().nullable(),
+  updated_by: z.string().nullable(),
+});
+export type RetentionView = z.infer<typeof RetentionViewSchema>;

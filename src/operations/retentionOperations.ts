@@ -5,7 +5,11 @@
  * batches it yields, so decisions are not held behind it. See docs/data-lifecycle.md.
  */
 import { setImmediate as yieldToOthers } from 'node:timers/promises';
+import type { RetentionSettings } from '../gate/index.js';
 import type { Gatehouse, RetentionReport } from '../gatehouseTypes.js';
+import { RetentionInputSchema, type RetentionView } from '../history/pruneSchemas.js';
+import { parseInput } from '../validation.js';
+import { requesterOf } from './legalHolds.js';
 import type { OperationContext } from './operationContext.js';
 
 const DAY_MS = 86_400_000;
@@ -16,12 +20,66 @@ const VALUES_BATCH = 500;
 export function retentionOperations(
   shared: OperationContext,
   prune: Pick<Gatehouse, 'pruneHistory'>,
-): Pick<Gatehouse, 'runRetention'> {
+): Pick<Gatehouse, 'runRetention' | 'getRetention' | 'putRetention'> {
   const { tenantOf } = shared;
+  /** The tenant's retention: set with the API, else the policy's. */
+  const settingsOf = async (tenantId: string): Promise<RetentionView> => {
+    const stored = await shared.store.transaction((tx) => tx.getRetention(tenantId));
+    const s: RetentionSettings | undefined = stored
+      ? (JSON.parse(stored.settings) as RetentionSettings)
+      : (await shared.policyFor(tenantId)).retention;
+    return {
+      values_after_days: s?.values_after ?? null,
+      history_after_days: s?.history_after ?? null,
+      allow_below_floor: s?.allow_below_floor ?? false,
+      source: stored ? 'api' : s ? 'policy' : 'none',
+      updated_at: stored?.updated_at ?? null,
+      updated_by: stored?.updated_by ?? null,
+    };
+  };
   return {
+    getRetention: (ctx) => settingsOf(tenantOf(ctx)),
+
+    async putRetention(rawInput, ctx) {
+      const input = parseInput(RetentionInputSchema, rawInput, 'retention');
+      const tenantId = tenantOf(ctx);
+      const by = requesterOf(ctx);
+      const at = shared.now();
+      await shared.tenantTransaction(tenantId, async (tx) => {
+        await tx.lockChainHead(tenantId);
+        await tx.putRetention(tenantId, { settings: JSON.stringify(input), updated_at: at, updated_by: by });
+        await shared.append(
+          tx,
+          tenantId,
+          [
+            {
+              type: 'retention.configured',
+              session_id: '',
+              data: {
+                values_after_days: input.values_after ?? null,
+                history_after_days: input.history_after ?? null,
+                allow_below_floor: input.allow_below_floor,
+                by,
+              },
+            },
+          ],
+          ctx,
+        );
+      });
+      return settingsOf(tenantId);
+    },
+
     async runRetention(ctx) {
       const tenantId = tenantOf(ctx);
-      const settings = (await shared.policyFor(tenantId)).retention;
+      const view = await settingsOf(tenantId);
+      const settings =
+        view.source === 'none'
+          ? undefined
+          : {
+              values_after: view.values_after_days ?? undefined,
+              history_after: view.history_after_days ?? undefined,
+              allow_below_floor: view.allow_below_floor,
+            };
       const report: RetentionReport = {
         tenant_id: tenantId,
         erased: { events: 0, fields: 0, erasures: [] },

@@ -91,4 +91,34 @@ describe.each(STORE_TARGETS)('retention runs on $name', (target) => {
       await store.close();
     }
   }, 120_000);
+
+  it('PUT retention takes the place of the policy and runs the same way', async () => {
+    const store = await target.open(target.place());
+    const clock = { now: T0 };
+    const gh = createGatehouse({ store, clock: () => new Date(clock.now) });
+    try {
+      for (let i = 0; i < 10; i += 1) {
+        await gh.recordState({
+          session_id: 's',
+          key: 'agent.note',
+          value: `v${i}`,
+          type: 'fact',
+          source: 'user_input',
+        });
+      }
+      clock.now = T0 + 40 * DAY;
+      expect((await gh.runRetention()).erased.events).toBe(0);
+      await expect(gh.putRetention({ history_after: '100d' })).rejects.toMatchObject({
+        code: 'invalid_request',
+      });
+      expect(await gh.putRetention({ values_after: '30d' })).toMatchObject({
+        source: 'api',
+        values_after_days: 30,
+      });
+      expect((await gh.runRetention()).erased).toMatchObject({ events: 10, fields: 20 });
+      expect(await gh.verifyHistory()).toMatchObject({ ok: true, erased_fields: 20 });
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
 });

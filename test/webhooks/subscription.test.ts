@@ -28,6 +28,7 @@ describe('WEBHOOK_EVENT_TYPES', () => {
       'legal_hold.placed',
       'legal_hold.released',
       'legal_hold.overridden',
+      'retention.configured',
     ]);
   });
 
