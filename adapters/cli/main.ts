@@ -433,11 +433,15 @@ storeOptions(program.command('export'))
     process.stderr.write(`exported ${count} rows\n`);
   });
 
-storeOptions(program.command('import'))
-  .description('load a file written by `gatehouse export` into a new, empty database, then verify it')
+checkpointKeyOptions(storeOptions(program.command('import')))
+  .description(
+    'load a file written by `gatehouse export` into a new, empty database, then verify it (a pruned history with --public-key)',
+  )
   .argument('<file>', 'JSON lines from `gatehouse export` (- for stdin)')
   .action(async (file: string, flags) => {
-    const gatehouse = await openGatehouse(readStoreConfig(flags), {}, { create: true });
+    const gatehouse = await openGatehouse(readStoreConfig(flags), readCheckpointKeys(flags), {
+      create: true,
+    });
     try {
       async function* records() {
         // Created only when the store starts reading: readline drops lines emitted before iteration.
@@ -459,7 +463,7 @@ storeOptions(program.command('import'))
       for (const tenantId of await gatehouse.store.listTenants()) {
         const r = await gatehouse.verifyHistory({ tenantId });
         process.stdout.write(
-          `tenant ${tenantId}: ${r.ok ? `chain ok, ${r.checked} events` : `BROKEN: ${r.problem}`}\n`,
+          `tenant ${tenantId}: ${r.ok ? `chain ok, ${r.checked} events${r.pruned_through === undefined ? '' : ` after the checkpoint at seq ${r.pruned_through}`}` : `BROKEN: ${r.problem}`}\n`,
         );
         if (!r.ok) process.exitCode = 1;
       }

@@ -201,5 +201,19 @@ describe.each(STORE_TARGETS)('gatehouse prune and verify on $name', (target) => 
     expect(existsSync(join(checkpoints, 'default-1000.json'))).toBe(true);
     const verified = await gatehouse('verify', ...db, '--public-key', `${key}.pub`);
     expect(verified.stdout).toMatch(/ok, 3 events after the checkpoint at seq 1000/);
+
+    // The pruned history moves with its checkpoint, and verifies after the move with the key.
+    const dump = join(dir, `${target.name}-pruned.jsonl`);
+    expect((await gatehouse('export', ...db, '--output', dump)).code).toBe(0);
+    const moved = await gatehouse(
+      'import',
+      dump,
+      '--database',
+      join(dir, `${target.name}-moved.db`),
+      '--public-key',
+      `${key}.pub`,
+    );
+    expect(moved.stdout).toMatch(/chain ok, 3 events after the checkpoint at seq 1000/);
+    expect(moved.code).toBe(0);
   }, 180_000);
 });
