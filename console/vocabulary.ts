@@ -18,6 +18,11 @@ export const EVENT_TYPES = [
   'policy.replayed',
   'erasure.completed',
   'history.upgraded',
+  'retention.pruned',
+  'legal_hold.placed',
+  'legal_hold.released',
+  'legal_hold.overridden',
+  'retention.configured',
 ] as const;
 
 export const VERDICTS = ['Allow', 'Warn', 'Block'] as const;

@@ -9,8 +9,11 @@ import { approvalOperations } from './operations/approvalOperations.js';
 import { decisionOperations } from './operations/decisionOperations.js';
 import { erasureOperations } from './operations/erasureOperations.js';
 import { historyOperations } from './operations/historyOperations.js';
+import { legalHoldOperations } from './operations/legalHolds.js';
 import { createOperationContext, type OperationContext } from './operations/operationContext.js';
 import { policyOperations } from './operations/policyOperations.js';
+import { pruneOperations } from './operations/pruneOperations.js';
+import { retentionOperations } from './operations/retentionOperations.js';
 import { stateOperations } from './operations/stateOperations.js';
 import { tracedOperations } from './operations/tracedOperations.js';
 import { webhookOperations } from './operations/webhookOperations.js';
@@ -27,6 +30,10 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
   const state = stateOperations(shared);
   const decisions = decisionOperations(shared);
   const history = historyOperations(shared);
+  const pruning = pruneOperations(shared, {
+    signer: options.checkpointSigner,
+    publicKey: options.checkpointPublicKey,
+  });
   return {
     get policy() {
       return shared.policy;
@@ -47,5 +54,9 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     ...approvalOperations(shared),
     ...policyOperations(shared),
     ...erasureOperations(shared),
+    // After `history`: a pruned chain verifies from its checkpoint.
+    ...pruning,
+    ...retentionOperations(shared, pruning),
+    ...legalHoldOperations(shared),
   };
 }

@@ -5,8 +5,12 @@
  * the operations) would make an import circle.
  */
 
+import type { KeyObject } from 'node:crypto';
 import type { PrincipalRecord } from './auth/principalRecord.js';
 import type { CompiledPolicy } from './gate/index.js';
+import type { Checkpoint, CheckpointSigner } from './history/checkpoints.js';
+import type { LegalHold, LegalHoldList, PlaceHoldInput } from './history/legalHoldSchemas.js';
+import type { PruneInput, PruneReport, RetentionInput, RetentionView } from './history/pruneSchemas.js';
 import type {
   ActivatePolicyInput,
   ActivePolicy,
@@ -103,6 +107,17 @@ export type WebhookUrlCheck = (
   // biome-ignore lint/suspicious/noConfusingVoidType: a check that only throws is `async (url) => { … }`
 ) => Promise<void | { warnings?: readonly WebhookWarning[] }>;
 
+/** What one retention run did for a tenant. */
+export interface RetentionReport {
+  tenant_id: string;
+  /** Values erased for `values_after`: events, fields, and the seq of each erasure event. */
+  erased: { events: number; fields: number; erasures: number[] };
+  /** The prune for `history_after`, or null. */
+  pruned: PruneReport | null;
+  /** Why the prune was refused, or null. */
+  problem: string | null;
+}
+
 /** Options for {@link createGatehouse}. */
 export interface GatehouseOptions {
   /** Where state, history and webhooks live. */
@@ -117,6 +132,14 @@ export interface GatehouseOptions {
   randomBytes?: RandomBytes;
   /** @default 'default' */
   tenantId?: string;
+  /**
+   * Signs checkpoints (pruning needs one): `loadCheckpointSigner(pem)`. Its public half verifies
+   * stored checkpoints unless `checkpointPublicKey` is set.
+   * @default undefined (no pruning)
+   */
+  checkpointSigner?: CheckpointSigner;
+  /** Verifies stored checkpoints. @default the signer's public key */
+  checkpointPublicKey?: KeyObject;
   /**
    * Called for each webhook URL at registration. The default accepts only `https:` URLs
    * syntactically; `gatehouse serve` injects the resolving SSRF guard.
@@ -219,8 +242,57 @@ export interface Gatehouse {
 
   /** A page of history, newest first by default. */
   readHistory(query?: HistoryQuery, ctx?: CallContext): Promise<HistoryPage>;
-  /** Recomputes the tenant's hash chain and checks every kept value against its commitment. */
+  /**
+   * Recomputes the tenant's hash chain and checks every kept value against its commitment. A
+   * pruned chain starts at its stored checkpoint, whose signature must verify with the configured
+   * checkpoint key (`checkpointPublicKey`, or the signer's).
+   */
   verifyHistory(ctx?: CallContext): Promise<VerifyResult>;
+  /**
+   * {@link verifyHistory} from a checkpoint kept outside the database, verified with `public_key`:
+   * a suffix rewritten together with the stored checkpoint fails it.
+   */
+  verifyFromCheckpoint(
+    input: { checkpoint: Checkpoint; public_key: KeyObject },
+    ctx?: CallContext,
+  ): Promise<VerifyResult>;
+  /**
+   * Signs a checkpoint at the chain's head and stores it (keep a copy elsewhere).
+   * @throws {GatehouseError} `invalid_request` without a checkpoint key or with no history.
+   */
+  createCheckpoint(ctx?: CallContext): Promise<Checkpoint>;
+  /**
+   * Deletes the chain's prefix through `through_seq` (events, values, deliveries) behind a new
+   * signed checkpoint there, and records a `retention.pruned` event.
+   * @throws {GatehouseError} `invalid_request` without a checkpoint key, for a seq not stored, or
+   * inside the retention floor (183 days) unless `allow_below_floor`.
+   */
+  pruneHistory(input: PruneInput, ctx?: CallContext): Promise<PruneReport>;
+  /**
+   * Applies the tenant's policy `retention:`: erases the values of events older than
+   * `values_after` (batches of 500, each an `erasure.completed` with reason `retention`) and
+   * prunes events older than `history_after` behind a signed checkpoint. A prune that is refused
+   * (no checkpoint key) is reported in `problem`, not thrown.
+   */
+  runRetention(ctx?: CallContext): Promise<RetentionReport>;
+  /** The tenant's retention in force: set with {@link putRetention}, else the policy's `retention:`. */
+  getRetention(ctx?: CallContext): Promise<RetentionView>;
+  /**
+   * Sets the tenant's retention (it takes the place of the policy's), recorded as
+   * `retention.configured`.
+   * @throws {GatehouseError} `invalid_request` for a `history_after` below the 183-day floor
+   * without `allow_below_floor`.
+   */
+  putRetention(input: RetentionInput, ctx?: CallContext): Promise<RetentionView>;
+  /** Places a legal hold on a session or (without one) the tenant, recorded as `legal_hold.placed`. */
+  placeHold(input: PlaceHoldInput, ctx?: CallContext): Promise<LegalHold>;
+  /**
+   * Releases a hold, recorded as `legal_hold.released`.
+   * @throws {GatehouseError} `not_found` for an unknown hold.
+   */
+  releaseHold(holdId: string, ctx?: CallContext): Promise<LegalHold>;
+  /** The tenant's holds in force. */
+  listHolds(ctx?: CallContext): Promise<LegalHoldList>;
   /**
    * Erases what callers wrote into a session — history values and their salts, state values,
    * conflict values, approval params — in one transaction that denies its pending approvals and

@@ -76,8 +76,21 @@ export type {
   DecisionRecord,
   Gatehouse,
   GatehouseOptions,
+  RetentionReport,
   WebhookUrlCheck,
 } from './gatehouseTypes.js';
+export {
+  type Checkpoint,
+  type CheckpointBody,
+  type CheckpointSigner,
+  checkpointKeyId,
+  checkpointProblem,
+  generateCheckpointKeyPair,
+  loadCheckpointPublicKey,
+  loadCheckpointSigner,
+  parseCheckpoint,
+  signCheckpoint,
+} from './history/checkpoints.js';
 export {
   CALLER_CONTENT,
   commitField,
@@ -99,6 +112,7 @@ export {
 export { type CursorPosition, decodeCursor, encodeCursor } from './history/cursor.js';
 export { summarizeEvent } from './history/eventSummary.js';
 export {
+  type ChainAnchor,
   type ErasedPath,
   GENESIS_HASH,
   type HashedFields,
@@ -108,6 +122,26 @@ export {
   type SealedEvent,
   verifyChain,
 } from './history/hashChain.js';
+export {
+  type LegalHold,
+  type LegalHoldList,
+  LegalHoldListSchema,
+  LegalHoldSchema,
+  type PlaceHoldInput,
+  PlaceHoldInputSchema,
+} from './history/legalHoldSchemas.js';
+export {
+  CheckpointSchema,
+  PRUNE_FLOOR_DAYS,
+  type PruneInput,
+  PruneInputSchema,
+  type PruneReport,
+  PruneReportSchema,
+  type RetentionInput,
+  RetentionInputSchema,
+  type RetentionView,
+  RetentionViewSchema,
+} from './history/pruneSchemas.js';
 export {
   type Activation,
   type ActivePolicies,
@@ -137,6 +171,11 @@ export {
   type ReplayPacerOptions,
 } from './lifecycle/replayPacer.js';
 export { compareOutcomes, type DecisionOutcome, firedRules } from './lifecycle/replayReport.js';
+export {
+  type RetentionSchedule,
+  type RetentionScheduleOptions,
+  startRetentionSchedule,
+} from './lifecycle/retentionSchedule.js';
 export { packageVersion } from './packageVersion.js';
 export {
   type Clock,

@@ -15,7 +15,7 @@ export type IdGenerator = (prefix: IdPrefix) => string;
 export type RandomBytes = (n: number) => Uint8Array;
 
 /** The prefixes Gatehouse IDs carry. */
-export type IdPrefix = 'dec' | 'evt' | 'cfl' | 'whk' | 'dlv' | 'key' | 'apr';
+export type IdPrefix = 'dec' | 'evt' | 'cfl' | 'whk' | 'dlv' | 'key' | 'apr' | 'hld';
 
 /** The system clock. */
 export const systemClock: Clock = () => new Date();

@@ -326,6 +326,11 @@ export const EVENT_TYPES = [
   'policy.replayed',
   'erasure.completed',
   'history.upgraded',
+  'retention.pruned',
+  'legal_hold.placed',
+  'legal_hold.released',
+  'legal_hold.overridden',
+  'retention.configured',
 ] as const;
 export const EventTypeSchema = z.enum(EVENT_TYPES);
 export type EventType = z.infer<typeof EventTypeSchema>;
@@ -407,6 +412,8 @@ export const VerifyResultSchema = z.object({
   erased_fields: z.number().int(),
   /** The erased fields: the event's seq and the field's JSON Pointer into its data. */
   erased: z.array(z.object({ seq: z.number().int(), path: z.string() })),
+  /** Set when the chain's prefix was pruned: it starts after this seq, at a signed checkpoint. */
+  pruned_through: z.number().int().optional(),
 });
 export type VerifyResult = z.infer<typeof VerifyResultSchema>;
 
@@ -494,6 +501,8 @@ export type Delivery = z.infer<typeof DeliverySchema>;
  */
 export const EraseInputSchema = z.strictObject({
   session_id: SessionIdSchema,
+  /** Erase although a legal hold covers the session; recorded as `legal_hold.overridden`. @default false */
+  override_hold: z.boolean().optional(),
   /** List what would be erased; erase nothing. @default false */
   dry_run: z.boolean().optional(),
   /**
@@ -533,6 +542,8 @@ export type SessionTag = z.infer<typeof SessionTagSchema>;
 /** `POST /v1/erasures/subject`: erase every session tagged with a subject, and the tags. */
 export const EraseSubjectInputSchema = z.strictObject({
   subject: SubjectSchema,
+  /** As {@link EraseInputSchema}'s `override_hold`. */
+  override_hold: z.boolean().optional(),
   /** List what would be erased; erase nothing. @default false */
   dry_run: z.boolean().optional(),
   /** As {@link EraseInputSchema}'s `reference`. */

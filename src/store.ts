@@ -6,8 +6,10 @@
  * Every method is scoped by `tenantId`: nothing of one tenant is reachable through another.
  */
 
+import type { Checkpoint } from './history/checkpoints.js';
 import type { SealedFields } from './history/commitments.js';
 import type { SealedEvent } from './history/hashChain.js';
+import type { LegalHold } from './history/legalHoldSchemas.js';
 import type {
   ApiKey,
   Approval,
@@ -290,6 +292,41 @@ export interface StoreTx extends StoreReader, PolicyWriter {
    * from the event and its values when it is sent.
    */
   eraseSession(tenantId: string, sessionId: string, options: { erasedBy: number; at: string }): Promise<void>;
+  /** Stores a signed checkpoint (history/checkpoints.ts). */
+  insertCheckpoint(checkpoint: Checkpoint): Promise<void>;
+  /** The tenant's newest stored checkpoint, or null. */
+  latestCheckpoint(tenantId: string): Promise<Checkpoint | null>;
+  /** The hash and time of a tenant's event, or null when it is not stored. */
+  eventAt(tenantId: string, seq: number): Promise<{ hash: string; occurred_at: string } | null>;
+  /** The seq of a tenant's first stored event (after the pruned prefix), or null with none. */
+  firstEventSeq(tenantId: string): Promise<number | null>;
+  /**
+   * Deletes a tenant's events through `seq`, their values and their deliveries. The events table
+   * refuses it unless a checkpoint of the tenant at or beyond `seq` is stored.
+   */
+  pruneEvents(tenantId: string, seq: number): Promise<void>;
+  /** Events older than `before` whose values are kept, oldest first, at most `limit`. */
+  listExpiredValues(tenantId: string, before: string, limit: number): Promise<SessionValues[]>;
+  /** Erases the values of these events (their rows keep `erasedBy`, the erasure event's seq). */
+  expireValues(tenantId: string, seqs: readonly number[], erasedBy: number): Promise<void>;
+  /** The tenant's retention set with `PUT /v1/retention` (JSON of its settings), or null. */
+  getRetention(
+    tenantId: string,
+  ): Promise<{ settings: string; updated_at: string; updated_by: string } | null>;
+  /** Replaces the tenant's retention. */
+  putRetention(
+    tenantId: string,
+    row: { settings: string; updated_at: string; updated_by: string },
+  ): Promise<void>;
+  insertHold(tenantId: string, hold: LegalHold): Promise<void>;
+  /** Deletes a hold; the hold it was, or null. */
+  deleteHold(tenantId: string, holdId: string): Promise<LegalHold | null>;
+  /** The tenant's holds in force, by ID. */
+  listHolds(tenantId: string): Promise<LegalHold[]>;
+  /** The seq of the first event of any held session, or null. */
+  firstHeldSeq(tenantId: string): Promise<number | null>;
+  /** The seq of the newest event older than `before`, or null. */
+  lastSeqBefore(tenantId: string, before: string): Promise<number | null>;
   insertDeliveries(tenantId: string, deliveries: NewDelivery[]): Promise<void>;
   insertWebhook(tenantId: string, webhook: StoredWebhook): Promise<void>;
   updateWebhook(
@@ -381,12 +418,15 @@ export const STORE_TABLES = [
   'conflicts',
   'events',
   'event_values',
+  'checkpoints',
   'chain_heads',
   'deliveries',
   'approvals',
   'policy_revisions',
   'policy_active',
   'session_subjects',
+  'legal_holds',
+  'retention_settings',
 ] as const;
 
 /** One table of a Store. */
@@ -401,12 +441,15 @@ export const STORE_TABLE_KEYS: Readonly<Record<StoreTable, readonly string[]>> =
   conflicts: ['conflict_id'],
   events: ['tenant_id', 'seq'],
   event_values: ['tenant_id', 'seq'],
+  checkpoints: ['tenant_id', 'seq'],
   chain_heads: ['tenant_id'],
   deliveries: ['delivery_id'],
   approvals: ['approval_id'],
   policy_revisions: ['tenant_id', 'revision'],
   policy_active: ['tenant_id'],
   session_subjects: ['tenant_id', 'session_id'],
+  legal_holds: ['hold_id'],
+  retention_settings: ['tenant_id'],
 };
 
 /** One row of a dump: the same columns (text and numbers) in every Store, so dumps move between them. */

@@ -1,7 +1,7 @@
 /**
  * Service configuration: flags win over environment variables, which win over defaults.
  */
-import { GatehouseError } from '../../src/index.js';
+import { GatehouseError, type GatehouseOptions } from '../../src/index.js';
 import { createHostOriginCheck } from '../mcp/index.js';
 
 /** Where the database is: what every command that opens it reads. */
@@ -28,6 +28,10 @@ export interface ServiceConfig extends StoreConfig {
 
 /** `serve` only. */
 export interface ServeConfig extends ServiceConfig {
+  /** Signs checkpoints and verifies stored ones (`--checkpoint-key`, `--public-key`). @default none */
+  checkpointKeys?: Pick<GatehouseOptions, 'checkpointSigner' | 'checkpointPublicKey'>;
+  /** Minutes between retention runs; 0: none. @default 60 (env GATEHOUSE_RETENTION_INTERVAL) */
+  retentionIntervalMinutes?: number;
   /** @default 127.0.0.1 (env GATEHOUSE_HOST) */
   host: string;
   /** @default 8787 (env GATEHOUSE_PORT) */

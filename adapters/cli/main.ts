@@ -18,6 +18,7 @@ import {
   EVENT_TYPES,
   type HistoryEvent,
   packageVersion,
+  parseCheckpoint,
   SCOPES,
   type Scope,
   summarizeEvent,
@@ -25,10 +26,17 @@ import {
 } from '../../src/index.js';
 import { DEFAULT_MCP_SOURCES, runStdioServer } from '../mcp/index.js';
 import { registerApprovalsCommands } from './approvalsCommand.js';
+import {
+  checkpointKeyOptions,
+  readCheckpointKeys,
+  registerCheckpointCommands,
+  registerHoldCommands,
+} from './checkpointCommands.js';
 import { list, listOfChoices, readServeConfig, readServiceConfig, readStoreConfig } from './config.js';
 import { CLOSED_PIPE_STATUS, errorMessage, isClosedPipe, stopWhenReaderGoes } from './errorOutput.js';
 import { openGatehouse, openStore, policyOriginOf } from './openService.js';
 import { registerPolicyCommands } from './policyCommands.js';
+import { registerRetentionCommand } from './retentionCommand.js';
 import { banner, startService } from './serve.js';
 import { startTelemetry } from './telemetry.js';
 
@@ -69,7 +77,7 @@ function serviceOptions(cmd: Command): Command {
   );
 }
 
-const serve = serviceOptions(program.command('serve'));
+const serve = checkpointKeyOptions(serviceOptions(program.command('serve')));
 serve
   .description(
     'run the /v1 HTTP API, /mcp and the webhook sender (default 127.0.0.1:8787, SQLite .gatehouse/gatehouse.db)',
@@ -93,6 +101,10 @@ serve
       'full',
     ]),
   )
+  .option(
+    '--retention-interval <minutes>',
+    "minutes between runs of each tenant's policy retention: (env GATEHOUSE_RETENTION_INTERVAL; default 60, 0 = off)",
+  )
   .option('--allow-insecure-loopback-webhooks', 'DEVELOPMENT ONLY: allow http:// webhooks to loopback')
   .option('--no-ui', 'do not serve the web console at /ui/ (env GATEHOUSE_UI=0)')
   .option(
@@ -112,7 +124,15 @@ serve
     "this service's public base URL; /mcp's OAuth resource is <url>/mcp (env GATEHOUSE_PUBLIC_URL; needed with --identity-config)",
   )
   .action(async (flags) => {
-    const config = readServeConfig(flags);
+    const interval = Number(flags.retentionInterval ?? (process.env['GATEHOUSE_RETENTION_INTERVAL'] || 60));
+    if (!Number.isSafeInteger(interval) || interval < 0) {
+      throw new Error('--retention-interval must be a whole number of minutes (0: off).');
+    }
+    const config = {
+      ...readServeConfig(flags),
+      checkpointKeys: readCheckpointKeys(flags),
+      retentionIntervalMinutes: interval,
+    };
     const log = pino({ level: config.logLevel }, pino.destination(2));
     // Before the service: the SDK must be registered before anything takes a meter.
     const telemetry = await startTelemetry({ logger: log });
@@ -289,20 +309,44 @@ storeOptions(program.command('history'))
     }
   });
 
-storeOptions(program.command('verify'))
-  .description("recompute the history's hash chain; exit 1 when it is broken")
+checkpointKeyOptions(storeOptions(program.command('verify')))
+  .description(
+    "recompute the history's hash chain (a pruned one from its signed checkpoint); exit 1 when it is broken",
+  )
   .option('--tenant <id>', 'only this tenant (default: every tenant)')
+  .option(
+    '--checkpoint <file>',
+    'start from this checkpoint kept elsewhere instead of the stored one (with --public-key: the key that signed it)',
+  )
   .action(async (flags) => {
-    const gatehouse = await openGatehouse(readStoreConfig(flags));
+    const keys = readCheckpointKeys(flags);
+    const external = flags.checkpoint
+      ? parseCheckpoint(readFileSync(flags.checkpoint as string, 'utf8'))
+      : null;
+    const publicKey = keys.checkpointPublicKey ?? keys.checkpointSigner?.publicKey;
+    if (external !== null && publicKey === undefined) {
+      throw new Error('--checkpoint needs --public-key (the key that signed it).');
+    }
+    const gatehouse = await openGatehouse(readStoreConfig(flags), keys);
     try {
-      const tenants = flags.tenant ? [flags.tenant as string] : await gatehouse.store.listTenants();
+      const tenants = external
+        ? [external.tenant_id]
+        : flags.tenant
+          ? [flags.tenant as string]
+          : await gatehouse.store.listTenants();
       let ok = true;
       for (const tenantId of tenants) {
-        const r = await gatehouse.verifyHistory({ tenantId });
+        const r =
+          external && publicKey
+            ? await gatehouse.verifyFromCheckpoint(
+                { checkpoint: external, public_key: publicKey },
+                { tenantId },
+              )
+            : await gatehouse.verifyHistory({ tenantId });
         ok &&= r.ok;
         process.stdout.write(
           r.ok
-            ? `tenant ${tenantId}: ok, ${r.checked} events, ${r.verified_fields} values verified, ${r.erased_fields} erased, head ${r.head ?? '-'}\n`
+            ? `tenant ${tenantId}: ok, ${r.checked} events${r.pruned_through === undefined ? '' : ` after the checkpoint at seq ${r.pruned_through}`}, ${r.verified_fields} values verified, ${r.erased_fields} erased, head ${r.head ?? '-'}\n`
             : `tenant ${tenantId}: BROKEN at seq ${r.first_bad_seq}: ${r.problem}\n`,
         );
       }
@@ -325,6 +369,7 @@ storeOptions(program.command('erase'))
     'the request reference (a ticket ID, not personal data), recorded in the event',
   )
   .option('--dry-run', 'list what would be erased; erase nothing')
+  .option('--override-hold', 'erase although a legal hold covers it (recorded as legal_hold.overridden)')
   .option('--json', 'print the report as JSON')
   .action(async (flags) => {
     if (Boolean(flags.session) === Boolean(flags.subject))
@@ -334,6 +379,7 @@ storeOptions(program.command('erase'))
       const common = {
         ...(flags.dryRun ? { dry_run: true } : {}),
         ...(flags.reference ? { reference: flags.reference as string } : {}),
+        ...(flags.overrideHold ? { override_hold: true } : {}),
       };
       const ctx = { tenantId: flags.tenant as string, actor: 'cli' };
       const reports = flags.subject
@@ -387,11 +433,15 @@ storeOptions(program.command('export'))
     process.stderr.write(`exported ${count} rows\n`);
   });
 
-storeOptions(program.command('import'))
-  .description('load a file written by `gatehouse export` into a new, empty database, then verify it')
+checkpointKeyOptions(storeOptions(program.command('import')))
+  .description(
+    'load a file written by `gatehouse export` into a new, empty database, then verify it (a pruned history with --public-key)',
+  )
   .argument('<file>', 'JSON lines from `gatehouse export` (- for stdin)')
   .action(async (file: string, flags) => {
-    const gatehouse = await openGatehouse(readStoreConfig(flags), {}, { create: true });
+    const gatehouse = await openGatehouse(readStoreConfig(flags), readCheckpointKeys(flags), {
+      create: true,
+    });
     try {
       async function* records() {
         // Created only when the store starts reading: readline drops lines emitted before iteration.
@@ -413,7 +463,7 @@ storeOptions(program.command('import'))
       for (const tenantId of await gatehouse.store.listTenants()) {
         const r = await gatehouse.verifyHistory({ tenantId });
         process.stdout.write(
-          `tenant ${tenantId}: ${r.ok ? `chain ok, ${r.checked} events` : `BROKEN: ${r.problem}`}\n`,
+          `tenant ${tenantId}: ${r.ok ? `chain ok, ${r.checked} events${r.pruned_through === undefined ? '' : ` after the checkpoint at seq ${r.pruned_through}`}` : `BROKEN: ${r.problem}`}\n`,
         );
         if (!r.ok) process.exitCode = 1;
       }
@@ -423,6 +473,9 @@ storeOptions(program.command('import'))
   });
 
 registerApprovalsCommands(program);
+registerCheckpointCommands(program, { storeOptions });
+registerHoldCommands(program, { storeOptions });
+registerRetentionCommand(program, { storeOptions, policyOption });
 
 const policy = program.command('policy').description('work with policy files');
 policy

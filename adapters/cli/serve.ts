@@ -14,6 +14,7 @@ import {
   GatehouseError,
   parseIdentityConfig,
   type Scope,
+  startRetentionSchedule,
   systemRandomBytes,
   type TokenAuthenticator,
 } from '../../src/index.js';
@@ -138,6 +139,7 @@ export async function startService(
   const gatehouse = await openGatehouse(
     config,
     {
+      ...config.checkpointKeys,
       policyOrigin: policyOriginOf(config),
       checkWebhookUrl: (url) => assertWebhookUrlAllowed(url, { policy: urlPolicy }),
       onDeliveriesQueued: () => dispatcher?.wake(),
@@ -199,6 +201,16 @@ export async function startService(
   });
   dispatcher.start();
 
+  const retention =
+    config.retentionIntervalMinutes === 0
+      ? undefined
+      : startRetentionSchedule({
+          gatehouse,
+          intervalMs: (config.retentionIntervalMinutes ?? 60) * 60_000,
+          onError: (err, tenantId) => log.error({ err, tenantId }, 'retention run failed'),
+          onReport: (report) => log.info({ retention: report }, 'retention run'),
+        });
+
   async function reloadPolicy(): Promise<boolean> {
     try {
       const policy = await loadPolicy(config);
@@ -232,6 +244,7 @@ export async function startService(
         clearTimeout(debounce);
         app.close();
         await server.close();
+        await retention?.close();
         await dispatcher?.close();
         await ttlStore?.disconnect().catch(() => undefined);
         await store.close();

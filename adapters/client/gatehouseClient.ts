@@ -27,8 +27,11 @@ import {
   type HistoryEvent,
   type HistoryPage,
   type HistoryQuery,
+  type LegalHold,
+  type LegalHoldList,
   MAX_APPROVAL_WAIT_SECONDS,
   type OutcomeInput,
+  type PlaceHoldInput,
   type PolicyRevision,
   type PolicyRevisionList,
   type PolicyRevisionQuery,
@@ -37,6 +40,8 @@ import {
   type ReplayInput,
   type ReplayReport,
   type ResolveConflictInput,
+  type RetentionInput,
+  type RetentionView,
   type Scope,
   type SessionTag,
   type StateItem,
@@ -110,6 +115,16 @@ export interface GatehouseClient {
   verifyHistory(): Promise<VerifyResult>;
   /** `POST /v1/erasures` (scope `data:erase`): erase a session's caller content, or list it (`dry_run`). */
   eraseSession(input: EraseInput, options?: WriteOptions): Promise<ErasureReport>;
+  /** `GET /v1/retention` (scope `admin`). */
+  getRetention(): Promise<RetentionView>;
+  /** `PUT /v1/retention` (scope `admin`). @throws {GatehouseError} `invalid_request` below the floor */
+  putRetention(input: RetentionInput, options?: WriteOptions): Promise<RetentionView>;
+  /** `POST /v1/legal-holds` (scope `admin`). */
+  placeHold(input: PlaceHoldInput, options?: WriteOptions): Promise<LegalHold>;
+  /** `GET /v1/legal-holds` (scope `admin`). */
+  listHolds(): Promise<LegalHoldList>;
+  /** `DELETE /v1/legal-holds/{id}` (scope `admin`). @throws {GatehouseError} `not_found` */
+  releaseHold(holdId: string): Promise<LegalHold>;
   /** `POST /v1/erasures/subject` (scope `data:erase`): every session tagged with the subject, and the tags. */
   eraseSubject(input: EraseSubjectInput, options?: WriteOptions): Promise<SubjectErasureReport>;
   /** `POST /v1/subject-tags` (scope `state:write`). */
@@ -333,6 +348,11 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
     readHistory: (query = {}) => invoke('readHistory', { query: { ...query } }),
     verifyHistory: () => invoke('verifyHistory'),
     eraseSession: (input, opts) => invoke('eraseSession', { body: input, options: opts }),
+    getRetention: () => invoke('getRetention'),
+    putRetention: (input, opts) => invoke('putRetention', { body: input, options: opts }),
+    placeHold: (input, opts) => invoke('placeHold', { body: input, options: opts }),
+    listHolds: () => invoke('listHolds'),
+    releaseHold: (holdId) => invoke('releaseHold', { params: { id: holdId } }),
     eraseSubject: (input, opts) => invoke('eraseSubject', { body: input, options: opts }),
     tagSession: (input, opts) => invoke('tagSession', { body: input, options: opts }),
     createWebhook: (input, opts) => invoke('createWebhook', { body: input, options: opts }),

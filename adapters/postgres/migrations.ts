@@ -13,7 +13,10 @@
  * - `events` refuses UPDATE, DELETE and TRUNCATE with statement-level triggers, so even a
  *   statement that matches no row is refused.
  */
+
 import { EVENT_VALUES_TABLE, HISTORY_FORMAT_2, SESSION_SUBJECTS_TABLE } from '../sql/historyUpgrade.js';
+import { LEGAL_HOLDS_TABLE, RETENTION_SETTINGS_TABLE } from '../sql/legalHoldStatements.js';
+import { CHECKPOINTS_TABLE } from '../sql/pruneStatements.js';
 
 /** One migration; `upgradeHistory`: after its SQL, existing events are re-encoded (historyUpgrade.ts). */
 export interface PostgresMigration {
@@ -252,5 +255,39 @@ UPDATE approvals SET requesters = '["' || COALESCE(requested_by, 'in-process') |
       EVENT_VALUES_TABLE({ text: 'text COLLATE "C"', integer: 'bigint', suffix: '' }) +
       SESSION_SUBJECTS_TABLE({ text: 'text COLLATE "C"', suffix: '' }),
     upgradeHistory: true,
+  },
+  {
+    version: 9,
+    name: 'signed checkpoints; pruning behind them',
+    // As SQLite's migration 10. UPDATE stays refused by statement (the trigger keeps its name:
+    // the history upgrade lifts it by name); DELETE is checked per row, since whether a
+    // checkpoint covers an event depends on the event.
+    sql: `${CHECKPOINTS_TABLE({ text: 'text COLLATE "C"', integer: 'bigint', suffix: '' })}
+DROP TRIGGER events_no_update_or_delete ON events;
+CREATE TRIGGER events_no_update_or_delete BEFORE UPDATE ON events
+  FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_events_append_only();
+CREATE FUNCTION gatehouse_events_prune_behind_checkpoint() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.tenant_id = OLD.tenant_id AND c.seq >= OLD.seq) THEN
+    RAISE EXCEPTION 'history events are append-only: DELETE refused (no checkpoint covers the event)';
+  END IF;
+  RETURN OLD;
+END;
+$$;
+CREATE TRIGGER events_delete_behind_checkpoint BEFORE DELETE ON events
+  FOR EACH ROW EXECUTE FUNCTION gatehouse_events_prune_behind_checkpoint();
+`,
+  },
+  {
+    version: 10,
+    name: 'legal holds',
+    // What a hold covers is neither erased nor pruned unless overridden (recorded as an event).
+    sql: LEGAL_HOLDS_TABLE({ text: 'text COLLATE "C"' }),
+  },
+  {
+    version: 11,
+    name: 'retention set by the API',
+    // PUT /v1/retention: takes the place of the policy's retention: for the tenant.
+    sql: RETENTION_SETTINGS_TABLE({ text: 'text COLLATE "C"' }),
   },
 ];

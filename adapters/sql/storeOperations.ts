@@ -21,7 +21,9 @@ import type {
 import { erasedMarker, eventValuesOf, openEventData } from '../../src/index.js';
 import type { SqlDialect, Statement } from './dialect.js';
 import type { SqlExecutor } from './executor.js';
+import * as holds from './legalHoldStatements.js';
 import { createPolicyReader, createPolicyWriter } from './policyOperations.js';
+import * as prune from './pruneStatements.js';
 import {
   apiKeyValues,
   itemsFromRows,
@@ -205,6 +207,63 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
         writes.push({ sql: sql.eraseApprovalBody, args: [JSON.stringify(body), t, r[0]] });
       }
       await db.runAll(writes);
+    },
+    async insertCheckpoint(c) {
+      await write([prune.insertCheckpoint(c)]);
+    },
+    async latestCheckpoint(t) {
+      const r = await db.get(prune.latestCheckpoint, [t]);
+      return r ? prune.rowToCheckpoint(r) : null;
+    },
+    async eventAt(t, seq) {
+      const r = await db.get(prune.eventAt, [t, seq]);
+      return r ? { hash: str(r['hash']), occurred_at: str(r['occurred_at']) } : null;
+    },
+    async firstEventSeq(t) {
+      const r = await db.get(prune.firstEventSeq, [t]);
+      return r ? num(r['seq']) : null;
+    },
+    async pruneEvents(t, seq) {
+      await write(prune.pruneThrough(t, seq));
+    },
+    async listExpiredValues(t, before, limit) {
+      return (await db.all(prune.expiredValues, [t, before, limit])).map((r) => ({
+        seq: num(r['seq']),
+        type: r['type'] as SessionValues['type'],
+        paths: Object.keys(json<Record<string, unknown>>(r['fields'])),
+      }));
+    },
+    async expireValues(t, seqs, erasedBy) {
+      if (seqs.length > 0) await write([prune.expireValues(t, seqs, erasedBy)]);
+    },
+    async getRetention(t) {
+      const r = await db.get(holds.getRetention, [t]);
+      return r
+        ? { settings: str(r['settings']), updated_at: str(r['updated_at']), updated_by: str(r['updated_by']) }
+        : null;
+    },
+    async putRetention(t, row) {
+      await write([{ sql: holds.putRetention, args: [t, row.settings, row.updated_at, row.updated_by] }]);
+    },
+    async insertHold(t, h) {
+      await write([holds.insertHold(t, h)]);
+    },
+    async deleteHold(t, id) {
+      const r = await db.get(holds.getHold, [t, id]);
+      if (!r) return null;
+      await write([{ sql: holds.deleteHold, args: [t, id] }]);
+      return holds.rowToHold(r);
+    },
+    async listHolds(t) {
+      return (await db.all(holds.listHolds, [t])).map(holds.rowToHold);
+    },
+    async firstHeldSeq(t) {
+      const r = await db.get(holds.firstHeldSeq, [t, t]);
+      return r?.['seq'] == null ? null : num(r['seq']);
+    },
+    async lastSeqBefore(t, before) {
+      const r = await db.get(prune.lastSeqBefore, [t, before]);
+      return r?.['seq'] == null ? null : num(r['seq']);
     },
     async insertDeliveries(t, rows) {
       if (rows.length === 0) return;

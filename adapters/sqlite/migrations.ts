@@ -2,7 +2,10 @@
  * Versioned schema of the SQLite store. Each entry runs once, in order, inside a transaction;
  * `schema_migrations` records which ran. Never edit a shipped migration: add the next one.
  */
+
 import { EVENT_VALUES_TABLE, HISTORY_FORMAT_2, SESSION_SUBJECTS_TABLE } from '../sql/historyUpgrade.js';
+import { LEGAL_HOLDS_TABLE, RETENTION_SETTINGS_TABLE } from '../sql/legalHoldStatements.js';
+import { CHECKPOINTS_TABLE } from '../sql/pruneStatements.js';
 
 /** One migration; `upgradeHistory`: after its SQL, existing events are re-encoded (historyUpgrade.ts). */
 export interface SqliteMigration {
@@ -250,5 +253,29 @@ UPDATE approvals SET requesters = '["' || COALESCE(requested_by, 'in-process') |
       EVENT_VALUES_TABLE({ text: 'TEXT', integer: 'INTEGER', suffix: ' WITHOUT ROWID' }) +
       SESSION_SUBJECTS_TABLE({ text: 'TEXT', suffix: ' WITHOUT ROWID' }),
     upgradeHistory: true,
+  },
+  {
+    version: 10,
+    name: 'signed checkpoints; pruning behind them',
+    // An event may be deleted only when a checkpoint of its tenant at or beyond its seq is
+    // stored: pruning a prefix behind a signed checkpoint is the one way out of the chain.
+    sql: `${CHECKPOINTS_TABLE({ text: 'TEXT', integer: 'INTEGER', suffix: ' WITHOUT ROWID' })}
+DROP TRIGGER events_no_delete;
+CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+WHEN NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.tenant_id = OLD.tenant_id AND c.seq >= OLD.seq)
+BEGIN SELECT RAISE(ABORT, 'history events are append-only: DELETE refused (no checkpoint covers the event)'); END;
+`,
+  },
+  {
+    version: 11,
+    name: 'legal holds',
+    // What a hold covers is neither erased nor pruned unless overridden (recorded as an event).
+    sql: LEGAL_HOLDS_TABLE({ text: 'TEXT' }),
+  },
+  {
+    version: 12,
+    name: 'retention set by the API',
+    // PUT /v1/retention: takes the place of the policy's retention: for the tenant.
+    sql: RETENTION_SETTINGS_TABLE({ text: 'TEXT' }),
   },
 ];

@@ -116,6 +116,7 @@ export function compilePolicy(yamlText: string, options: CompilePolicyOptions = 
     sources: Object.freeze({ ...policy.sources }),
     lowTrustBelow: policy.low_trust_below,
     defaultVerdict: policy.default_verdict,
+    ...(policy.retention === undefined ? {} : { retention: Object.freeze({ ...policy.retention }) }),
     evaluate,
   });
 }

@@ -3,6 +3,16 @@
  * governed state) and its decision.
  */
 
+/** A policy's `retention:`: periods in days (see docs/data-lifecycle.md). */
+export interface RetentionSettings {
+  /** Values of events older than this are erased (their envelopes stay). */
+  values_after?: number | undefined;
+  /** Events older than this are pruned behind a signed checkpoint. */
+  history_after?: number | undefined;
+  /** `history_after` may be shorter than the 183-day floor. */
+  allow_below_floor: boolean;
+}
+
 /** A gate decision. `Block` is the only verdict that stops the action. */
 export type Verdict = 'Allow' | 'Warn' | 'Block';
 
@@ -126,6 +136,8 @@ export interface CompiledPolicy {
   lowTrustBelow: number;
   /** The verdict for an action no `actions` entry matches. */
   defaultVerdict: Verdict;
+  /** The policy's `retention:` (periods in days), when it has one. */
+  retention?: Readonly<RetentionSettings>;
   /**
    * Decides one action. Synchronous and allocation-light; never throws because of a rule
    * (a rule that fails gives its `on_error` verdict: fail closed).

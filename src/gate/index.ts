@@ -13,10 +13,11 @@ export type {
   GateReason,
   GateResult,
   PolicyRuleInfo,
+  RetentionSettings,
   StateView,
   Verdict,
 } from './gateTypes.js';
 export { loadPolicyFile } from './loadPolicy.js';
-export { DEFAULT_TYPES } from './policySchema.js';
+export { DEFAULT_TYPES, RETENTION_FLOOR_DAYS } from './policySchema.js';
 export { KEY_SET_READ } from './stateReads.js';
 export { conflictViewOf, gateStateOf, stateViewOf } from './stateView.js';

@@ -177,6 +177,35 @@ const durationSchema = z
   .transform((text) => Number(text.slice(0, -1)) * DURATION_UNITS[text.slice(-1)]!)
   .refine((seconds) => seconds <= MAX_APPROVAL_SECONDS, { message: 'At most 7d' });
 
+/** The shortest `retention.history_after` unless `allow_below_floor` (EU AI Act Art. 19, 26(6): six months). */
+export const RETENTION_FLOOR_DAYS = 183;
+
+/** `retention:` of a policy: how long values and history are kept, in days (`90d`). */
+export const retentionSchema = z
+  .strictObject({
+    /** Values (what callers wrote) of older events are erased; the envelopes stay. */
+    values_after: z
+      .string()
+      .regex(/^[1-9][0-9]{0,4}d$/, 'A retention period is a whole number of days: 90d')
+      .transform((text) => Number(text.slice(0, -1)))
+      .optional(),
+    /** Older events are pruned behind a signed checkpoint. */
+    history_after: z
+      .string()
+      .regex(/^[1-9][0-9]{0,4}d$/, 'A retention period is a whole number of days: 365d')
+      .transform((text) => Number(text.slice(0, -1)))
+      .optional(),
+    /** Let `history_after` be shorter than the floor ({@link RETENTION_FLOOR_DAYS} days). */
+    allow_below_floor: z.boolean().default(false),
+  })
+  .refine(
+    (r) => r.history_after === undefined || r.allow_below_floor || r.history_after >= RETENTION_FLOOR_DAYS,
+    {
+      message: `history_after is below the floor of ${RETENTION_FLOOR_DAYS} days: set allow_below_floor: true to lower it`,
+      path: ['history_after'],
+    },
+  );
+
 /** An approver: a key label (`finance`) or a scope (`approvals:decide`, `admin`). */
 const approverSchema = z.union([KeyLabelSchema, z.enum(SCOPES)], {
   error: `An approver is a key label (lower-case letters, digits, _ . -) or a scope: ${SCOPES.join(', ')}`,
@@ -288,6 +317,8 @@ const policyObjectSchema = z.strictObject({
     z.string().trim().min(1, 'An action pattern cannot be empty'),
     actionPolicySchema,
   ).default({}),
+
+  retention: retentionSchema.optional(),
 });
 
 /**

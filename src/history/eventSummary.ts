@@ -44,8 +44,20 @@ export function summarizeEvent(event: Pick<HistoryEvent, 'type' | 'data'>): stri
     case 'policy.replayed':
       return `policy ${s('revision').slice(0, 12)} replayed over ${s('decisions')} decisions: ${s('changed')} changed verdict`;
     case 'erasure.completed':
+      if (d['reason'] === 'retention') {
+        return `retention erased ${s('fields')} field(s) of ${s('events')} event(s) older than ${s('before')}`;
+      }
       return `session erased by ${s('requested_by')}: ${s('fields')} field(s) of ${s('events')} event(s)`;
     case 'history.upgraded':
       return `history upgraded to format ${s('format')} after ${s('events')} events`;
+    case 'legal_hold.placed':
+    case 'legal_hold.released':
+      return `legal hold ${s('hold_id')} (${s('reference')}) on ${d['session_id'] ? `session ${s('session_id')}` : 'the tenant'} ${event.type === 'legal_hold.placed' ? 'placed' : 'released'} by ${s('by')}`;
+    case 'legal_hold.overridden':
+      return `legal hold(s) ${s('holds')} overridden by ${s('by')} for ${s('operation')}`;
+    case 'retention.configured':
+      return `retention set by ${s('by')}: values ${d['values_after_days'] ?? '-'} d, history ${d['history_after_days'] ?? '-'} d${d['allow_below_floor'] ? ' (below the floor allowed)' : ''}`;
+    case 'retention.pruned':
+      return `events ${s('from_seq')}–${s('through_seq')} pruned behind checkpoint ${s('checkpoint_hash').slice(0, 12)} by ${s('requested_by')}`;
   }
 }

@@ -74,19 +74,34 @@ export interface ErasedPath {
   path: string;
 }
 
+/** Where a pruned chain starts: a checkpoint's seq and hash (checkpoints.ts). */
+export interface ChainAnchor {
+  seq: number;
+  hash: string;
+}
+
 /**
  * Recomputes a tenant's chain from its events (envelopes, with their values) in `seq` order, and
  * checks every kept value against its commitment. An erased value must be named by the
  * `erasure.completed` event its row points to, and that event must name exactly the fields
  * erased by it; a value missing without one is tampering. Stops at the first break and says
  * which event and why.
+ *
+ * With an `anchor` (a checkpoint whose signature the caller has verified), a chain whose prefix
+ * through `anchor.seq` was pruned starts there: its first event must link to `anchor.hash`. A
+ * chain that still holds that prefix must pass through the anchor's hash at its seq.
  */
 export async function verifyChain(
   tenantId: string,
   pages: AsyncIterable<SealedEvent[]>,
+  options: { anchor?: ChainAnchor | undefined } = {},
 ): Promise<VerifyResult> {
+  const anchor = options.anchor;
   let prev = GENESIS_HASH;
   let expectedSeq = 1;
+  // Erasure events may name fields of pruned events: their values went with them.
+  let firstSeq = 1;
+  let started = false;
   let checked = 0;
   let verifiedFields = 0;
   const erased: ErasedPath[] = [];
@@ -101,20 +116,38 @@ export async function verifyChain(
     verified_fields: verifiedFields,
     erased_fields: erased.length,
     erased,
+    ...(firstSeq > 1 ? { pruned_through: firstSeq - 1 } : {}),
   });
   for await (const page of pages) {
     for (const event of page) {
       const fail = (problem: string): VerifyResult => result(false, event.seq, problem);
+      if (!started) {
+        started = true;
+        if (anchor !== undefined && event.seq === anchor.seq + 1 && event.seq > 1) {
+          prev = anchor.hash;
+          expectedSeq = event.seq;
+          firstSeq = event.seq;
+        } else if (event.seq !== 1) {
+          return fail(
+            anchor === undefined
+              ? `events before seq ${event.seq} are missing and no checkpoint covers them`
+              : `events before seq ${event.seq} are missing; the checkpoint is at seq ${anchor.seq}`,
+          );
+        }
+      }
       if (event.seq !== expectedSeq) return fail(`expected seq ${expectedSeq}, found ${event.seq}`);
       if (event.prev_hash !== prev) return fail(`event ${event.event_id} does not link to the previous hash`);
       const { values: _values, ...stored } = event;
       if (hashEvent({ tenant_id: tenantId, ...stored }) !== event.hash) {
         return fail(`event ${event.event_id} was altered: its hash does not match its content`);
       }
+      if (anchor !== undefined && event.seq === anchor.seq && event.hash !== anchor.hash) {
+        return fail(`event ${event.event_id} is not the event the checkpoint at seq ${anchor.seq} names`);
+      }
       const problem = checkValues(event, claims, erased);
       if (problem !== null) return fail(problem);
       if (event.type === 'erasure.completed') {
-        const named = erasureNames(event.data);
+        const named = erasureNames(event.data).filter((name) => Number(name.split(' ')[0]) >= firstSeq);
         const claimed = claims.get(event.seq) ?? [];
         claims.delete(event.seq);
         const a = [...named].sort();
@@ -130,6 +163,9 @@ export async function verifyChain(
     }
   }
   verifiedFields -= erased.length;
+  if (anchor !== undefined && expectedSeq <= anchor.seq) {
+    return result(false, null, `the chain ends before the checkpoint at seq ${anchor.seq}`);
+  }
   for (const [by, fields] of claims) {
     const first = Number(fields[0]!.split(' ')[0]);
     return result(false, first, `values erased by seq ${by}, which is not an erasure event naming them`);

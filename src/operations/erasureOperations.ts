@@ -17,6 +17,7 @@ import type { StoreTx } from '../store.js';
 import { parseInput } from '../validation.js';
 import type { EventDraft } from './appendEvents.js';
 import { expireApproval } from './heldDecisions.js';
+import { enforceHolds, holdsOnSession } from './legalHolds.js';
 import type { OperationContext } from './operationContext.js';
 
 /** Most approvals of one status an erasure reads for a session. */
@@ -30,6 +31,9 @@ interface SessionErasure {
   reference: string | null;
   /** Who asked: a key ID, the CLI, or in-process. */
   by: string;
+  /** Erase although a legal hold covers the session (recorded). */
+  overrideHold: boolean;
+  ctx?: CallContext | undefined;
 }
 
 /** Erasure, and the subject tags it works by. */
@@ -48,6 +52,8 @@ export function erasureOperations(
         dryRun: input.dry_run === true,
         reference: input.reference ?? null,
         by: requester(ctx),
+        overrideHold: input.override_hold === true,
+        ctx,
       };
       const report = await shared.tenantTransaction(tenantId, async (tx) => {
         // Every appender takes this lock: nothing of the session is written while it is erased.
@@ -74,6 +80,8 @@ export function erasureOperations(
               dryRun,
               reference: input.reference ?? null,
               by: requester(ctx),
+              overrideHold: input.override_hold === true,
+              ctx,
             }),
           );
         }
@@ -121,6 +129,13 @@ async function eraseInTransaction(
     erasure: null,
   };
   if (report.dry_run) return report;
+  await enforceHolds(shared, tx, {
+    tenantId,
+    covering: holdsOnSession(await tx.listHolds(tenantId), sessionId),
+    override: job.overrideHold,
+    operation: `erasure of session ${sessionId}`,
+    ctx: job.ctx,
+  });
 
   const at = shared.now();
   const drafts: EventDraft[] = [];

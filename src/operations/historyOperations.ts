@@ -1,17 +1,15 @@
 /**
- * History: paging through events and verifying the chain.
+ * History: paging through events (verifying the chain is in pruneOperations.ts: a pruned chain
+ * starts at its checkpoint).
  */
 import type { Gatehouse } from '../gatehouseTypes.js';
 import { decodeCursor, encodeCursor } from '../history/cursor.js';
-import { verifyChain } from '../history/hashChain.js';
 import { HistoryQuerySchema } from '../schemas.js';
 import { parseInput } from '../validation.js';
 import type { OperationContext } from './operationContext.js';
 
-/** History: paging through events and verifying the chain. */
-export function historyOperations(
-  shared: OperationContext,
-): Pick<Gatehouse, 'readHistory' | 'verifyHistory'> {
+/** History: paging through events. */
+export function historyOperations(shared: OperationContext): Pick<Gatehouse, 'readHistory'> {
   const { store, tenantOf } = shared;
   return {
     async readHistory(rawQuery = {}, ctx) {
@@ -32,11 +30,6 @@ export function historyOperations(
         next_cursor:
           rows.length > query.limit && last ? encodeCursor({ seq: last.seq, order: query.order }) : null,
       };
-    },
-
-    async verifyHistory(ctx) {
-      const tenantId = tenantOf(ctx);
-      return verifyChain(tenantId, store.scanEvents(tenantId));
     },
   };
 }

@@ -24,6 +24,11 @@ describe('WEBHOOK_EVENT_TYPES', () => {
       'policy.replayed',
       'erasure.completed',
       'history.upgraded',
+      'retention.pruned',
+      'legal_hold.placed',
+      'legal_hold.released',
+      'legal_hold.overridden',
+      'retention.configured',
     ]);
   });
 

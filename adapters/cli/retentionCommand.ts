@@ -1,0 +1,53 @@
+/**
+ * `gatehouse retention run`: applies each tenant's policy `retention:` once (what `serve` does on
+ * its schedule), writing the checkpoint of each prune to a file to keep elsewhere.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { checkpointKeyOptions, readCheckpointKeys } from './checkpointCommands.js';
+import { readServiceConfig } from './config.js';
+import { openGatehouse } from './openService.js';
+
+/** Registers `retention run`. */
+export function registerRetentionCommand(
+  program: Command,
+  helpers: { storeOptions(cmd: Command): Command; policyOption(cmd: Command, use?: string): Command },
+): void {
+  const retention = program.command('retention').description("apply the policy's retention: block");
+  checkpointKeyOptions(helpers.policyOption(helpers.storeOptions(retention.command('run'))))
+    .description(
+      'erase values older than values_after and prune history older than history_after (behind a signed checkpoint), per tenant',
+    )
+    .option('--tenant <id>', 'only this tenant (default: every tenant)')
+    .option('--checkpoint-dir <dir>', 'where to write the checkpoint of each prune', '.gatehouse/checkpoints')
+    .option('--json', 'one JSON line per tenant')
+    .action(async (flags) => {
+      const gatehouse = await openGatehouse(readServiceConfig(flags), readCheckpointKeys(flags));
+      try {
+        const tenants = flags.tenant ? [flags.tenant as string] : await gatehouse.store.listTenants();
+        let ok = true;
+        for (const tenantId of tenants) {
+          const r = await gatehouse.runRetention({ tenantId, actor: 'cli' });
+          if (r.pruned) {
+            mkdirSync(flags.checkpointDir as string, { recursive: true });
+            const file = join(flags.checkpointDir as string, `${tenantId}-${r.pruned.checkpoint.seq}.json`);
+            writeFileSync(file, `${JSON.stringify(r.pruned.checkpoint, null, 2)}\n`);
+          }
+          ok &&= r.problem === null;
+          process.stdout.write(
+            flags.json
+              ? `${JSON.stringify(r)}\n`
+              : `tenant ${tenantId}: erased ${r.erased.fields} field(s) of ${r.erased.events} event(s)${
+                  r.pruned
+                    ? `, pruned events ${r.pruned.from_seq}-${r.pruned.through_seq} behind checkpoint ${r.pruned.checkpoint.hash}`
+                    : ''
+                }${r.problem ? `; prune refused: ${r.problem}` : ''}\n`,
+          );
+        }
+        process.exitCode = ok ? 0 : 1;
+      } finally {
+        await gatehouse.store.close();
+      }
+    });
+}

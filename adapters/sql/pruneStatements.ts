@@ -1,0 +1,84 @@
+/**
+ * Checkpoints and pruning, written once for both stores: the `checkpoints` table (both
+ * migration files create it from here) and the statements that delete a chain prefix behind one.
+ * The events table refuses a DELETE of an event unless a checkpoint of its tenant at or beyond
+ * its seq is stored (a trigger in each migration file): pruning has this path and no other.
+ */
+import type { Checkpoint } from '../../src/index.js';
+import type { Statement } from './dialect.js';
+import { num, type Row, str } from './rows.js';
+
+/** `checkpoints`, as both migration files create it. */
+export const CHECKPOINTS_TABLE = (types: { text: string; integer: string; suffix: string }) => `
+CREATE TABLE checkpoints (
+  tenant_id ${types.text} NOT NULL,
+  seq ${types.integer} NOT NULL,
+  hash ${types.text} NOT NULL,
+  event_count ${types.integer} NOT NULL,
+  created_at ${types.text} NOT NULL,
+  key_id ${types.text} NOT NULL,
+  signature ${types.text} NOT NULL,
+  PRIMARY KEY (tenant_id, seq)
+)${types.suffix};`;
+
+const COLUMNS = 'tenant_id, seq, hash, event_count, created_at, key_id, signature';
+
+/** Stores a checkpoint. */
+export function insertCheckpoint(c: Checkpoint): Statement {
+  return {
+    sql: `INSERT INTO checkpoints (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    args: [c.tenant_id, c.seq, c.hash, c.event_count, c.created_at, c.key_id, c.signature],
+  };
+}
+
+/** A tenant's newest checkpoint. */
+export const latestCheckpoint = `SELECT ${COLUMNS} FROM checkpoints WHERE tenant_id = ? ORDER BY seq DESC LIMIT 1`;
+
+/** The hash and time of one event; the seq of the tenant's first kept one. */
+export const eventAt = 'SELECT hash, occurred_at FROM events WHERE tenant_id = ? AND seq = ?';
+export const firstEventSeq = 'SELECT seq FROM events WHERE tenant_id = ? ORDER BY seq LIMIT 1';
+
+/** The deletes of a prefix (through `seq`): its deliveries, its values, then its events. */
+export function pruneThrough(tenantId: string, seq: number): Statement[] {
+  return [
+    {
+      sql: `DELETE FROM deliveries WHERE tenant_id = ?
+        AND event_id IN (SELECT event_id FROM events WHERE tenant_id = ? AND seq <= ?)`,
+      args: [tenantId, tenantId, seq],
+    },
+    { sql: 'DELETE FROM event_values WHERE tenant_id = ? AND seq <= ?', args: [tenantId, seq] },
+    { sql: 'DELETE FROM events WHERE tenant_id = ? AND seq <= ?', args: [tenantId, seq] },
+  ];
+}
+
+/** A checkpoints row as a checkpoint. */
+export function rowToCheckpoint(r: Row): Checkpoint {
+  return {
+    tenant_id: str(r['tenant_id']),
+    seq: num(r['seq']),
+    hash: str(r['hash']),
+    event_count: num(r['event_count']),
+    created_at: str(r['created_at']),
+    key_id: str(r['key_id']),
+    signature: str(r['signature']),
+  };
+}
+
+/** Kept values of events older than a time, oldest first, but of held sessions: what `values_after` erases. */
+export const expiredValues = `SELECT v.seq AS seq, e.type AS type, v.fields AS fields FROM event_values v
+  JOIN events e ON e.tenant_id = v.tenant_id AND e.seq = v.seq
+  WHERE v.tenant_id = ? AND v.fields IS NOT NULL AND e.occurred_at < ?
+  AND e.session_id NOT IN (SELECT session_id FROM legal_holds WHERE tenant_id = e.tenant_id AND session_id IS NOT NULL)
+  ORDER BY v.seq LIMIT ?`;
+
+/** Erases the values of these events; the rows keep the seq of the erasure event. */
+export function expireValues(tenantId: string, seqs: readonly number[], erasedBy: number): Statement {
+  return {
+    sql: `UPDATE event_values SET fields = NULL, erased_by = ? WHERE tenant_id = ? AND fields IS NOT NULL
+      AND seq IN (${seqs.map(() => '?').join(', ')})`,
+    args: [erasedBy, tenantId, ...seqs],
+  };
+}
+
+/** The newest event older than a time. */
+export const lastSeqBefore = 'SELECT max(seq) AS seq FROM events WHERE tenant_id = ? AND occurred_at < ?';

@@ -1,0 +1,192 @@
+/**
+ * Pruning a prefix of a tenant's chain behind a signed checkpoint, and verifying a chain that
+ * starts at one. A prune stores the checkpoint (the events table lets an event go only when one
+ * at or beyond its seq is stored), appends a `retention.pruned` event naming the range and the
+ * checkpoint, and deletes the prefix's events, values and deliveries, in one transaction. See
+ * docs/data-lifecycle.md.
+ */
+import type { KeyObject } from 'node:crypto';
+import { callerIdentity, IN_PROCESS_CALLER } from '../approvals/approverCheck.js';
+import { GatehouseError } from '../errors.js';
+import type { CallContext, Gatehouse } from '../gatehouseTypes.js';
+import {
+  type Checkpoint,
+  type CheckpointSigner,
+  checkpointProblem,
+  signCheckpoint,
+} from '../history/checkpoints.js';
+import { verifyChain } from '../history/hashChain.js';
+import { PRUNE_FLOOR_DAYS, PruneInputSchema, type PruneReport } from '../history/pruneSchemas.js';
+import type { VerifyResult } from '../schemas.js';
+import { parseInput } from '../validation.js';
+import { enforceHolds } from './legalHolds.js';
+import type { OperationContext } from './operationContext.js';
+
+const DAY_MS = 86_400_000;
+
+/** The keys checkpoints are signed and verified with. */
+export interface CheckpointKeys {
+  /** Signs new checkpoints; its public half verifies stored ones unless `publicKey` is set. */
+  signer?: CheckpointSigner | undefined;
+  /** Verifies stored checkpoints. */
+  publicKey?: KeyObject | undefined;
+}
+
+/** Checkpoints, pruning, and verification from a checkpoint. */
+export function pruneOperations(
+  shared: OperationContext,
+  keys: CheckpointKeys,
+): Pick<Gatehouse, 'createCheckpoint' | 'pruneHistory' | 'verifyHistory' | 'verifyFromCheckpoint'> {
+  const { store, tenantOf } = shared;
+  const requester = (ctx?: CallContext) => callerIdentity(ctx) ?? ctx?.actor ?? IN_PROCESS_CALLER;
+  const publicKey = keys.publicKey ?? keys.signer?.publicKey;
+  const needSigner = (): CheckpointSigner => {
+    if (keys.signer === undefined) {
+      throw new GatehouseError(
+        'invalid_request',
+        'No checkpoint key is configured (--checkpoint-key FILE or GATEHOUSE_CHECKPOINT_KEY): a checkpoint cannot be signed.',
+      );
+    }
+    return keys.signer;
+  };
+
+  /** Verifies the chain from `checkpoint` once its signature verifies with `key`. */
+  const verifyFrom = async (tenantId: string, checkpoint: Checkpoint | null, key: KeyObject | undefined) => {
+    if (checkpoint === null) return verifyChain(tenantId, store.scanEvents(tenantId));
+    const problem =
+      checkpoint.tenant_id !== tenantId
+        ? `the checkpoint is of tenant '${checkpoint.tenant_id}'`
+        : key === undefined
+          ? `checkpoint at seq ${checkpoint.seq} cannot be verified: no checkpoint public key is configured`
+          : checkpointProblem(checkpoint, key);
+    if (problem !== null) {
+      const result: VerifyResult = {
+        ok: false,
+        checked: 0,
+        head: null,
+        first_bad_seq: checkpoint.seq,
+        problem,
+        verified_fields: 0,
+        erased_fields: 0,
+        erased: [],
+      };
+      return result;
+    }
+    return verifyChain(tenantId, store.scanEvents(tenantId), { anchor: checkpoint });
+  };
+
+  return {
+    async createCheckpoint(ctx) {
+      const signer = needSigner();
+      const tenantId = tenantOf(ctx);
+      return shared.tenantTransaction(tenantId, async (tx) => {
+        const head = await tx.lockChainHead(tenantId);
+        if (head === null)
+          throw new GatehouseError('invalid_request', 'The history is empty: nothing to checkpoint.');
+        const checkpoint = signCheckpoint(
+          {
+            tenant_id: tenantId,
+            seq: head.seq,
+            hash: head.hash,
+            event_count: head.seq,
+            created_at: shared.now(),
+          },
+          signer,
+        );
+        await tx.insertCheckpoint(checkpoint);
+        return checkpoint;
+      });
+    },
+
+    async pruneHistory(rawInput, ctx) {
+      const input = parseInput(PruneInputSchema, rawInput, 'prune');
+      const signer = needSigner();
+      const tenantId = tenantOf(ctx);
+      const through = input.through_seq;
+      const belowFloor = input.allow_below_floor === true;
+      return shared.tenantTransaction(tenantId, async (tx): Promise<PruneReport> => {
+        const head = await tx.lockChainHead(tenantId);
+        const first = await tx.firstEventSeq(tenantId);
+        const last = await tx.eventAt(tenantId, through);
+        if (head === null || first === null || last === null || through < first) {
+          throw new GatehouseError(
+            'invalid_request',
+            `There is no stored event at seq ${through} to prune through.`,
+          );
+        }
+        const floor = shared.clock().getTime() - PRUNE_FLOOR_DAYS * DAY_MS;
+        if (!belowFloor && Date.parse(last.occurred_at) > floor) {
+          throw new GatehouseError(
+            'invalid_request',
+            `Event ${through} is younger than the retention floor of ${PRUNE_FLOOR_DAYS} days: history is kept at least that long unless allow_below_floor is set.`,
+          );
+        }
+        const holds = await tx.listHolds(tenantId);
+        const firstHeld = await tx.firstHeldSeq(tenantId);
+        await enforceHolds(shared, tx, {
+          tenantId,
+          // A session hold covers the prefix once one of its events is in it.
+          covering: holds.filter(
+            (h) => h.session_id === null || (firstHeld !== null && firstHeld <= through),
+          ),
+          override: input.override_hold === true,
+          operation: `prune through seq ${through}`,
+          ctx,
+        });
+        const checkpoint = signCheckpoint(
+          {
+            tenant_id: tenantId,
+            seq: through,
+            hash: last.hash,
+            event_count: through,
+            created_at: shared.now(),
+          },
+          signer,
+        );
+        await tx.insertCheckpoint(checkpoint);
+        const range = { from_seq: first, through_seq: through, events: through - first + 1 };
+        const [event] = await shared.append(
+          tx,
+          tenantId,
+          [
+            {
+              type: 'retention.pruned',
+              session_id: '',
+              data: {
+                ...range,
+                checkpoint_seq: checkpoint.seq,
+                checkpoint_hash: checkpoint.hash,
+                key_id: checkpoint.key_id,
+                below_floor: belowFloor,
+                reference: input.reference ?? null,
+                requested_by: requester(ctx),
+              },
+            },
+          ],
+          ctx,
+        );
+        await tx.pruneEvents(tenantId, through);
+        return {
+          checkpoint,
+          ...range,
+          below_floor: belowFloor,
+          event: { event_id: event!.event_id, seq: event!.seq },
+        };
+      });
+    },
+
+    async verifyHistory(ctx) {
+      const tenantId = tenantOf(ctx);
+      // Only a pruned chain starts at its checkpoint: a whole one verifies from the genesis.
+      const checkpoint = await store.transaction(async (tx) => {
+        const first = await tx.firstEventSeq(tenantId);
+        return first !== null && first > 1 ? tx.latestCheckpoint(tenantId) : null;
+      });
+      return verifyFrom(tenantId, checkpoint, publicKey);
+    },
+
+    async verifyFromCheckpoint(input, ctx) {
+      return verifyFrom(tenantOf(ctx), input.checkpoint, input.public_key);
+    },
+  };
+}

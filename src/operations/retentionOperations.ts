@@ -1,0 +1,171 @@
+/**
+ * Retention: a tenant's policy says how long values and history are kept (`retention:`); a run
+ * erases the values of older events, in bounded batches each with its own `erasure.completed`
+ * event (reason `retention`), and prunes older events behind a signed checkpoint. Between
+ * batches it yields, so decisions are not held behind it. See docs/data-lifecycle.md.
+ */
+import { setImmediate as yieldToOthers } from 'node:timers/promises';
+import type { RetentionSettings } from '../gate/index.js';
+import type { Gatehouse, RetentionReport } from '../gatehouseTypes.js';
+import { RetentionInputSchema, type RetentionView } from '../history/pruneSchemas.js';
+import { parseInput } from '../validation.js';
+import { requesterOf } from './legalHolds.js';
+import type { OperationContext } from './operationContext.js';
+
+const DAY_MS = 86_400_000;
+/** Events whose values one batch erases (one transaction, one erasure event). */
+const VALUES_BATCH = 500;
+
+/** Runs a tenant's retention. */
+export function retentionOperations(
+  shared: OperationContext,
+  prune: Pick<Gatehouse, 'pruneHistory'>,
+): Pick<Gatehouse, 'runRetention' | 'getRetention' | 'putRetention'> {
+  const { tenantOf } = shared;
+  /** The tenant's retention: set with the API, else the policy's. */
+  const settingsOf = async (tenantId: string): Promise<RetentionView> => {
+    const stored = await shared.store.transaction((tx) => tx.getRetention(tenantId));
+    const s: RetentionSettings | undefined = stored
+      ? (JSON.parse(stored.settings) as RetentionSettings)
+      : (await shared.policyFor(tenantId)).retention;
+    return {
+      values_after_days: s?.values_after ?? null,
+      history_after_days: s?.history_after ?? null,
+      allow_below_floor: s?.allow_below_floor ?? false,
+      source: stored ? 'api' : s ? 'policy' : 'none',
+      updated_at: stored?.updated_at ?? null,
+      updated_by: stored?.updated_by ?? null,
+    };
+  };
+  return {
+    getRetention: (ctx) => settingsOf(tenantOf(ctx)),
+
+    async putRetention(rawInput, ctx) {
+      const input = parseInput(RetentionInputSchema, rawInput, 'retention');
+      const tenantId = tenantOf(ctx);
+      const by = requesterOf(ctx);
+      const at = shared.now();
+      await shared.tenantTransaction(tenantId, async (tx) => {
+        await tx.lockChainHead(tenantId);
+        await tx.putRetention(tenantId, { settings: JSON.stringify(input), updated_at: at, updated_by: by });
+        await shared.append(
+          tx,
+          tenantId,
+          [
+            {
+              type: 'retention.configured',
+              session_id: '',
+              data: {
+                values_after_days: input.values_after ?? null,
+                history_after_days: input.history_after ?? null,
+                allow_below_floor: input.allow_below_floor,
+                by,
+              },
+            },
+          ],
+          ctx,
+        );
+      });
+      return settingsOf(tenantId);
+    },
+
+    async runRetention(ctx) {
+      const tenantId = tenantOf(ctx);
+      const view = await settingsOf(tenantId);
+      const settings =
+        view.source === 'none'
+          ? undefined
+          : {
+              values_after: view.values_after_days ?? undefined,
+              history_after: view.history_after_days ?? undefined,
+              allow_below_floor: view.allow_below_floor,
+            };
+      const report: RetentionReport = {
+        tenant_id: tenantId,
+        erased: { events: 0, fields: 0, erasures: [] },
+        pruned: null,
+        problem: null,
+      };
+      if (settings === undefined) return report;
+      // Retention never overrides a hold: a tenant hold stops it; a session hold keeps that
+      // session's values (the store skips them) and every event from the session's first on.
+      const { holds, firstHeld } = await shared.store.transaction(async (tx) => ({
+        holds: await tx.listHolds(tenantId),
+        firstHeld: await tx.firstHeldSeq(tenantId),
+      }));
+      const tenantHold = holds.find((h) => h.session_id === null);
+      if (tenantHold !== undefined) {
+        report.problem = `legal hold ${tenantHold.hold_id} (${tenantHold.reference}) covers the tenant: retention did not run`;
+        return report;
+      }
+      const now = shared.clock().getTime();
+      if (settings.values_after !== undefined) {
+        const before = new Date(now - settings.values_after * DAY_MS).toISOString();
+        for (;;) {
+          const batch = await shared.tenantTransaction(tenantId, async (tx) => {
+            const head = await tx.lockChainHead(tenantId);
+            const events = await tx.listExpiredValues(tenantId, before, VALUES_BATCH);
+            if (events.length === 0) return null;
+            const seq = (head?.seq ?? 0) + 1;
+            await tx.expireValues(
+              tenantId,
+              events.map((e) => e.seq),
+              seq,
+            );
+            const fields = events.reduce((n, e) => n + e.paths.length, 0);
+            const [event] = await shared.append(
+              tx,
+              tenantId,
+              [
+                {
+                  type: 'erasure.completed',
+                  session_id: '',
+                  data: {
+                    reason: 'retention',
+                    reference: null,
+                    requested_by: 'retention',
+                    before,
+                    events: events.length,
+                    fields,
+                    erased: events.map((e) => ({ seq: e.seq, paths: e.paths })),
+                  },
+                },
+              ],
+              ctx,
+            );
+            // The erased rows name this seq: it must be the one the event got.
+            if (event!.seq !== seq) throw new Error(`erasure event at seq ${event!.seq}, expected ${seq}`);
+            return { events: events.length, fields, seq, full: events.length === VALUES_BATCH };
+          });
+          if (batch === null) break;
+          report.erased.events += batch.events;
+          report.erased.fields += batch.fields;
+          report.erased.erasures.push(batch.seq);
+          if (!batch.full) break;
+          await yieldToOthers();
+        }
+        if (report.erased.events > 0) await shared.store.scrub?.();
+      }
+      if (settings.history_after !== undefined) {
+        const before = new Date(now - settings.history_after * DAY_MS).toISOString();
+        const older = await shared.store.transaction((tx) => tx.lastSeqBefore(tenantId, before));
+        const through = older !== null && firstHeld !== null ? Math.min(older, firstHeld - 1) : older;
+        const first = await shared.store.transaction((tx) => tx.firstEventSeq(tenantId));
+        if (through !== null && first !== null && through >= first) {
+          try {
+            report.pruned = await prune.pruneHistory(
+              {
+                through_seq: through,
+                ...(settings.allow_below_floor ? { allow_below_floor: true } : {}),
+              },
+              ctx,
+            );
+          } catch (error) {
+            report.problem = error instanceof Error ? error.message : String(error);
+          }
+        }
+      }
+      return report;
+    },
+  };
+}

@@ -1,0 +1,246 @@
+/**
+ * Pruning a chain prefix behind a signed checkpoint, on real stores (SQLite files always,
+ * PostgreSQL when configured): 600 of 1,000 events go with their values and deliveries; the kept
+ * suffix verifies from the stored checkpoint and from a copy kept elsewhere; a suffix rewritten
+ * together with the stored checkpoint (re-signed by another key) fails against that copy; the
+ * events table refuses a DELETE no checkpoint covers; pruning inside the floor or without a key
+ * is refused.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  type CheckpointSigner,
+  createGatehouse,
+  type Gatehouse,
+  GENESIS_HASH,
+  generateCheckpointKeyPair,
+  hashEvent,
+  loadCheckpointPublicKey,
+  loadCheckpointSigner,
+  parseCheckpoint,
+  type SealedEvent,
+  type Store,
+  signCheckpoint,
+} from '../../src/index.js';
+import { STORE_TARGETS, type StoreTarget } from './storeTargets.js';
+
+afterAll(async () => {
+  for (const t of STORE_TARGETS) await t.cleanup();
+});
+
+const DAY = 86_400_000;
+const T0 = Date.parse('2026-01-01T00:00:00.000Z');
+const keyA = generateCheckpointKeyPair();
+const keyB = generateCheckpointKeyPair();
+
+interface World {
+  store: Store;
+  gh: Gatehouse;
+  clock: { now: number };
+}
+
+async function world(target: StoreTarget, signer: CheckpointSigner | undefined): Promise<World> {
+  const store = await target.open(target.place());
+  const clock = { now: T0 };
+  const gh = createGatehouse({
+    store,
+    clock: () => new Date(clock.now),
+    checkWebhookUrl: async () => {},
+    ...(signer ? { checkpointSigner: signer } : {}),
+  });
+  return { store, gh, clock };
+}
+
+/** 1,000 state changes, one a minute from T0, each delivered to a webhook. */
+async function write1000({ gh, clock }: World) {
+  await gh.createWebhook({ url: 'https://hooks.example.com/in', events: ['state_change'] });
+  for (let i = 0; i < 1000; i += 1) {
+    clock.now = T0 + i * 60_000;
+    await gh.recordState({
+      session_id: `s${i % 10}`,
+      key: 'agent.note',
+      value: `value ${i}`,
+      type: 'fact',
+      source: 'user_input',
+    });
+  }
+}
+
+async function count(target: StoreTarget, store: Store, sql: string): Promise<number> {
+  const [row] = await target.query(store, sql);
+  return Number(Object.values(row!)[0]);
+}
+
+async function expectRefused(p: Promise<unknown>, message: RegExp) {
+  await expect(p).rejects.toMatchObject({ code: 'invalid_request', message: expect.stringMatching(message) });
+}
+
+/** Rewrites the kept suffix to link to `forgedHash`, as an attacker with the database could. */
+async function rewriteSuffix(target: StoreTarget, store: Store, forgedHash: string) {
+  const events: SealedEvent[] = [];
+  for await (const page of store.scanEvents('default')) events.push(...page);
+  let prev = forgedHash;
+  const updates: string[] = [];
+  for (const e of events) {
+    const hash = hashEvent({
+      tenant_id: 'default',
+      seq: e.seq,
+      event_id: e.event_id,
+      type: e.type,
+      session_id: e.session_id,
+      occurred_at: e.occurred_at,
+      data: e.data,
+      prev_hash: prev,
+    });
+    updates.push(
+      `UPDATE events SET prev_hash = '${prev}', hash = '${hash}' WHERE tenant_id = 'default' AND seq = ${e.seq};`,
+    );
+    prev = hash;
+  }
+  const lift =
+    target.name === 'sqlite'
+      ? ['DROP TRIGGER events_no_update;']
+      : ['ALTER TABLE events DISABLE TRIGGER events_no_update_or_delete;'];
+  await target.exec(store, [...lift, ...updates].join('\n'));
+}
+
+describe.each(STORE_TARGETS)('pruning behind a signed checkpoint on $name', (target) => {
+  it('prunes 600 of 1,000 events; the suffix verifies from the stored and an external checkpoint; a rewrite of both fails', async () => {
+    const signer = loadCheckpointSigner(keyA.privateKey);
+    const w = await world(target, signer);
+    const { store, gh, clock } = w;
+    try {
+      await write1000(w);
+      expect(await count(target, store, 'SELECT count(*) FROM deliveries')).toBe(1000);
+
+      // Inside the floor (183 days): refused, and nothing changes.
+      clock.now = T0 + 100 * DAY;
+      await expectRefused(gh.pruneHistory({ through_seq: 600 }), /retention floor of 183 days/);
+      // The events table itself refuses a DELETE no checkpoint covers.
+      await expect(
+        target.exec(store, `DELETE FROM events WHERE tenant_id = 'default' AND seq = 1`),
+      ).rejects.toThrow(/append-only/);
+      expect(await count(target, store, 'SELECT count(*) FROM events')).toBe(1000);
+
+      clock.now = T0 + 200 * DAY;
+      const report = await gh.pruneHistory({ through_seq: 600, reference: 'RET-1' });
+      expect(report).toMatchObject({
+        from_seq: 1,
+        through_seq: 600,
+        events: 600,
+        below_floor: false,
+        event: { seq: 1001 },
+        checkpoint: { tenant_id: 'default', seq: 600, event_count: 600, key_id: signer.keyId },
+      });
+      // The checkpoint kept elsewhere: a file's JSON.
+      const external = parseCheckpoint(JSON.stringify(report.checkpoint));
+
+      expect(await count(target, store, 'SELECT count(*) FROM events')).toBe(401);
+      expect(await count(target, store, 'SELECT min(seq) FROM events')).toBe(601);
+      expect(await count(target, store, 'SELECT count(*) FROM event_values WHERE seq <= 600')).toBe(0);
+      expect(await count(target, store, 'SELECT count(*) FROM deliveries')).toBe(400);
+      expect(await count(target, store, 'SELECT count(*) FROM checkpoints')).toBe(1);
+
+      const pruned = (await gh.readHistory({ type: 'retention.pruned' })).events[0]!;
+      expect(pruned.data).toMatchObject({
+        from_seq: 1,
+        through_seq: 600,
+        events: 600,
+        checkpoint_seq: 600,
+        checkpoint_hash: report.checkpoint.hash,
+        key_id: signer.keyId,
+        reference: 'RET-1',
+      });
+
+      const stored = await gh.verifyHistory();
+      expect(stored).toMatchObject({ ok: true, checked: 401, pruned_through: 600, problem: null });
+      const publicA = loadCheckpointPublicKey(keyA.publicKey);
+      expect(await gh.verifyFromCheckpoint({ checkpoint: external, public_key: publicA })).toMatchObject({
+        ok: true,
+        checked: 401,
+        pruned_through: 600,
+      });
+      // An external checkpoint signed by another key proves nothing.
+      expect(
+        await gh.verifyFromCheckpoint({
+          checkpoint: external,
+          public_key: loadCheckpointPublicKey(keyB.publicKey),
+        }),
+      ).toMatchObject({ ok: false });
+
+      // The attacker rewrites the suffix onto a forged prefix and re-signs the stored checkpoint
+      // with a key of their own.
+      const forgedHash = 'f'.repeat(64);
+      await rewriteSuffix(target, store, forgedHash);
+      const forged = signCheckpoint(
+        {
+          tenant_id: 'default',
+          seq: 600,
+          hash: forgedHash,
+          event_count: 600,
+          created_at: external.created_at,
+        },
+        loadCheckpointSigner(keyB.privateKey),
+      );
+      await target.exec(
+        store,
+        `DELETE FROM checkpoints; INSERT INTO checkpoints (tenant_id, seq, hash, event_count, created_at, key_id, signature)
+         VALUES ('default', 600, '${forged.hash}', 600, '${forged.created_at}', '${forged.key_id}', '${forged.signature}')`,
+      );
+      // Consistent with the attacker's key: the rewrite itself is sound…
+      const attackers = createGatehouse({
+        store,
+        checkpointPublicKey: loadCheckpointPublicKey(keyB.publicKey),
+      });
+      expect(await attackers.verifyHistory()).toMatchObject({ ok: true, checked: 401 });
+      // …but fails with the configured key, and against the checkpoint kept elsewhere.
+      expect(await gh.verifyHistory()).toMatchObject({
+        ok: false,
+        first_bad_seq: 600,
+        problem: expect.stringMatching(/signed by key .* not by the configured key/),
+      });
+      expect(await gh.verifyFromCheckpoint({ checkpoint: external, public_key: publicA })).toMatchObject({
+        ok: false,
+        first_bad_seq: 601,
+        problem: expect.stringMatching(/does not link to the previous hash/),
+      });
+    } finally {
+      await store.close();
+    }
+  }, 120_000);
+
+  it('refuses pruning without a checkpoint key, and a pruned chain without a checkpoint fails verify', async () => {
+    const w = await world(target, undefined);
+    const { store, gh, clock } = w;
+    try {
+      await write1000(w);
+      clock.now = T0 + 200 * DAY;
+      await expectRefused(gh.pruneHistory({ through_seq: 600 }), /No checkpoint key is configured/);
+      // Below the floor only when asked, and recorded.
+      const signed = createGatehouse({
+        store,
+        clock: () => new Date(clock.now),
+        checkpointSigner: loadCheckpointSigner(keyA.privateKey),
+      });
+      clock.now = T0 + 10 * DAY;
+      const report = await signed.pruneHistory({ through_seq: 10, allow_below_floor: true });
+      expect(report.below_floor).toBe(true);
+      expect((await signed.readHistory({ type: 'retention.pruned' })).events[0]!.data).toMatchObject({
+        below_floor: true,
+      });
+      // Without a public key the stored checkpoint cannot be trusted.
+      expect(await gh.verifyHistory()).toMatchObject({
+        ok: false,
+        problem: expect.stringMatching(/no checkpoint public key is configured/),
+      });
+      await target.exec(store, 'DELETE FROM checkpoints');
+      expect(await signed.verifyHistory()).toMatchObject({
+        ok: false,
+        first_bad_seq: 11,
+        problem: expect.stringMatching(/missing and no checkpoint covers them/),
+      });
+      expect(GENESIS_HASH).toHaveLength(64);
+    } finally {
+      await store.close();
+    }
+  }, 120_000);
+});
