@@ -11,7 +11,6 @@ import {
   GatehouseError,
   GENESIS_HASH,
   HISTORY_FORMAT,
-  type HistoryEvent,
   hashEventFormat1,
   hashTenantEvent,
   type RandomBytes,
@@ -20,7 +19,7 @@ import {
   sealEventData,
 } from '../../src/index.js';
 import type { Statement } from './dialect.js';
-import { json, num, type Row, str } from './rows.js';
+import { type Row, rowToEnvelope, str } from './rows.js';
 import * as sql from './statements.js';
 
 /** The migration's name, as `schema_migrations` records it. */
@@ -78,7 +77,7 @@ export class TenantUpgrade {
 
   /** True when `row` (a row of {@link UPGRADE_FIRST_EVENT}) is hashed in format 1. */
   static isFormat1(tenantId: string, row: Row): boolean {
-    return hashEventFormat1({ tenant_id: tenantId, ...eventOf(row) }) === str(row['hash']);
+    return hashEventFormat1({ tenant_id: tenantId, ...rowToEnvelope(row) }) === str(row['hash']);
   }
 
   /**
@@ -86,7 +85,7 @@ export class TenantUpgrade {
    * @throws {GatehouseError} `internal` when the format 1 chain does not verify there.
    */
   next(row: Row): Statement[] {
-    const event = eventOf(row);
+    const event = rowToEnvelope(row);
     const broken =
       event.seq !== this.#seq + 1 ||
       event.prev_hash !== this.#oldPrev ||
@@ -148,17 +147,4 @@ export class TenantUpgrade {
       ...(options.chainHeadRow ? [sql.moveChainHead(this.#tenantId, event)] : []),
     ];
   }
-}
-
-function eventOf(row: Row): HistoryEvent {
-  return {
-    event_id: str(row['event_id']),
-    seq: num(row['seq']),
-    type: row['type'] as HistoryEvent['type'],
-    session_id: str(row['session_id']),
-    occurred_at: str(row['occurred_at']),
-    data: json(row['data']),
-    prev_hash: str(row['prev_hash']),
-    hash: str(row['hash']),
-  };
 }

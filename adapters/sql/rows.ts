@@ -104,8 +104,8 @@ export function rowToEvent(r: Row): StoredEvent {
   };
 }
 
-/** The same row as verification reads it: the hashed envelope and the values beside it. */
-export function rowToSealedEvent(r: Row): SealedEvent {
+/** An `events` row's hashed fields as stored: the envelope, no values put back. */
+export function rowToEnvelope(r: Row): HistoryEvent {
   return {
     event_id: str(r['event_id']),
     seq: num(r['seq']),
@@ -115,8 +115,12 @@ export function rowToSealedEvent(r: Row): SealedEvent {
     data: json(r['data']),
     prev_hash: str(r['prev_hash']),
     hash: str(r['hash']),
-    values: valuesOfRow(r),
   };
+}
+
+/** The same row as verification reads it: the hashed envelope and the values beside it. */
+export function rowToSealedEvent(r: Row): SealedEvent {
+  return { ...rowToEnvelope(r), values: valuesOfRow(r) };
 }
 
 const valuesOfRow = (r: Row) => eventValuesOf(strOrNull(r['value_fields']), numOrNull(r['erased_by']));
