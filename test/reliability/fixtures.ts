@@ -35,7 +35,8 @@ export type PathParam =
   | 'webhook'
   | 'delivery'
   | 'approval'
-  | 'revision';
+  | 'revision'
+  | 'hold';
 
 /** One /v1 route: how to call it and the scope it needs. */
 export interface Route {
@@ -132,6 +133,24 @@ export const ROUTES: readonly Route[] = [
     params: [],
     body: () => ({ session_id: 's1', subject: 'p-1' }),
   },
+  { method: 'GET', pattern: '/v1/retention', scope: 'admin', params: [] },
+  {
+    method: 'PUT',
+    pattern: '/v1/retention',
+    scope: 'admin',
+    params: [],
+    body: () => ({ values_after: '400d' }),
+  },
+  {
+    method: 'POST',
+    pattern: '/v1/legal-holds',
+    scope: 'admin',
+    params: [],
+    // A session nothing else in the world uses, so the holds never refuse another route's call.
+    body: () => ({ session_id: 'held-only', reference: 'CASE-1' }),
+  },
+  { method: 'GET', pattern: '/v1/legal-holds', scope: 'admin', params: [] },
+  { method: 'DELETE', pattern: '/v1/legal-holds/:id', scope: 'admin', params: ['hold'] },
   { method: 'GET', pattern: '/v1/me', scope: null, params: [] },
   {
     method: 'POST',
@@ -316,6 +335,7 @@ export async function createWorld(
     policy: `${gh.policy.source.trimEnd()}\n  "world.unused":\n    rules: []\n`,
     expected_revision: gh.policy.revision,
   });
+  const hold = await gh.placeHold({ session_id: 'held-only', reference: 'CASE-0' });
   return {
     store,
     gh,
@@ -330,6 +350,7 @@ export async function createWorld(
       delivery: delivery!.delivery_id,
       approval: held.approval!.id,
       revision: active.revision,
+      hold: hold.hold_id,
     },
   };
 }
