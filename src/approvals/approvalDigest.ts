@@ -15,6 +15,11 @@
  *   computed; a key read while absent as version 0, and after an enumeration of `state` every key
  *   plus `"*"` (the number of items). So a changed item, an item that appears where the decision
  *   saw none, or any new item after an enumeration breaks the binding;
+ * - `open_conflicts`: the IDs of the session's open conflicts, when there are any. A conflict
+ *   contests an item without giving it a new version (a lower-trust source disagreed with it), so
+ *   a conflict opened or settled after approval breaks the binding: the approver saw the state
+ *   uncontested, or contested by exactly these. Left out when there are none, so the digest of
+ *   an evaluation without conflicts is what it was before this field;
  * - `policy_revision`: the content hash of the policy in force;
  * - `rules`: the names of the rules that held the action, so an approval for one rule never
  *   releases a hold by another.
@@ -31,6 +36,8 @@ export interface ApprovalBinding {
   action: string;
   params: Record<string, unknown>;
   stateVersions: Readonly<Record<string, number>>;
+  /** IDs of the session's open conflicts; empty or absent when there are none. */
+  openConflicts?: readonly string[];
   policyRevision: string;
   rules: readonly string[];
 }
@@ -55,6 +62,7 @@ export function approvalDigest(binding: ApprovalBinding): string {
     action: binding.action,
     params: binding.params,
     state_versions: binding.stateVersions,
+    ...(binding.openConflicts?.length ? { open_conflicts: [...binding.openConflicts].sort() } : {}),
     policy_revision: binding.policyRevision,
     rules: [...binding.rules].sort(),
   });

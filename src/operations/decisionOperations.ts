@@ -64,6 +64,7 @@ export function decisionOperations(
           params,
           context,
           secrets,
+          openConflicts: conflicts.map((c) => c.conflict_id),
         });
       }
       const masked = maskDecision(decision, secrets);

@@ -27,6 +27,8 @@ export interface HeldEvaluation {
   params: Record<string, unknown>;
   context: Record<string, unknown>;
   secrets: ReadonlySet<string>;
+  /** IDs of the session's open conflicts the evaluation saw. */
+  openConflicts: readonly string[];
 }
 
 /** True when a pending or approved approval is past its `expires_at` at `now`. */
@@ -76,6 +78,7 @@ export async function settleHeldDecision(shared: OperationContext, held: HeldEva
     action: base.action,
     params: held.params,
     stateVersions: base.state_versions,
+    openConflicts: held.openConflicts,
     policyRevision: base.policy.revision,
     rules: hold.rules,
   });

@@ -1,6 +1,7 @@
 /**
  * An approval is bound to the state the evaluation actually read, on a real SQLite store: a key
- * computed from the params, an enumeration of the whole state, a key read while it was absent.
+ * computed from the params, an enumeration of the whole state, a key read while it was absent,
+ * and the session's open conflicts (a conflict contests an item without a new version).
  * Each scenario holds an action, approves it, changes that state in a way the rule still fires
  * on, and checks the same evaluation is held again rather than released.
  */
@@ -117,6 +118,52 @@ describe('an approval is bound to the state its evaluation read', () => {
     expect(after.verdict).toBe('Block');
     expect(after.state_versions).toEqual({ 'limits.refund_cap': 1 });
     expect(after.approval!.id).not.toBe(approval.id);
+  });
+
+  it('a conflict opened after approval (no new version) holds the transfer again', async () => {
+    await record('limits.daily', '5000');
+    const transfer = {
+      session_id: 's1',
+      action: 'payments.transfer',
+      params: { amount: 9000, limit_key: 'limits.daily' },
+    };
+    const approval = await holdAndApprove(transfer);
+    // A tool contradicts the user's limit: the item is contested, its version stays 1.
+    await gh.recordState(
+      { session_id: 's1', key: 'limits.daily', value: '20000', type: 'fact', source: 'tool_output' },
+      { allowedSources: ['tool_output'] },
+    );
+    const after = await gh.evaluate(transfer, agent);
+    expect(after.state_versions).toEqual({ 'limits.daily': 1 });
+    expect(after.verdict).toBe('Block');
+    expect(after.approval).toMatchObject({ status: 'pending' });
+    expect(after.approval!.id).not.toBe(approval.id);
+    expect((await gh.getApproval(approval.id)).status).toBe('approved');
+  });
+
+  it('an approval given while a conflict was open does not outlive its settling', async () => {
+    await record('limits.daily', '5000');
+    await gh.recordState(
+      { session_id: 's1', key: 'limits.daily', value: '20000', type: 'fact', source: 'tool_output' },
+      { allowedSources: ['tool_output'] },
+    );
+    const transfer = {
+      session_id: 's1',
+      action: 'payments.transfer',
+      params: { amount: 9000, limit_key: 'limits.daily' },
+    };
+    const approval = await holdAndApprove(transfer);
+    // The same evaluation, conflict still open: the approval releases it (a Warn: open conflicts).
+    const again = await gh.evaluate(transfer, agent);
+    expect(again).toMatchObject({ allowed: true, approval: { id: approval.id, status: 'used' } });
+
+    const approval2 = await holdAndApprove(transfer);
+    const [conflict] = await gh.listConflicts({ session_id: 's1', status: 'open' });
+    await gh.resolveConflict(conflict!.conflict_id, { resolution: 'keep_current' });
+    const after = await gh.evaluate(transfer, agent);
+    expect(after.state_versions).toEqual({ 'limits.daily': 1 });
+    expect(after.approval).toMatchObject({ status: 'pending' });
+    expect(after.approval!.id).not.toBe(approval2.id);
   });
 
   it('unchanged state still releases the approved action, once', async () => {
