@@ -929,6 +929,30 @@ export function runStoreContract(factory: StoreFactory): void {
         expect((await gh.verifyHistory()).ok).toBe(true);
       });
 
+      it('leaves nothing of a caller that fails right after appending (a store may hold the event back)', async () => {
+        const rerunnable = (fn: (tx: StoreTx) => Promise<unknown>) =>
+          store.transaction(fn, { tenantId: 'default', rerunnable: true });
+        const results = await Promise.allSettled([
+          rerunnable((tx) => appendOne(tx, 'default', 'r1')),
+          rerunnable(async (tx) => {
+            await appendOne(tx, 'default', 'bad');
+            throw new Error('boom');
+          }),
+          rerunnable(async (tx) => {
+            await appendOne(tx, 'default', 'r2');
+            // Read after append, in the same transaction: the caller sees its own event.
+            return tx.queryEvents('default', { session_id: 'r2', order: 'asc', limit: 5 });
+          }),
+        ]);
+        expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+        expect((results[2] as PromiseFulfilledResult<StoredEvent[]>).value).toHaveLength(1);
+        expect(await sessionsOf('default')).toEqual([
+          [1, 'r1'],
+          [2, 'r2'],
+        ]);
+        expect((await gh.verifyHistory()).ok).toBe(true);
+      });
+
       it("sees the webhook changes of earlier callers in the batch, and not a failed caller's", async () => {
         const w = await gh.createWebhook({ url: 'https://hooks.example.com/g', events: ['*'] });
         const status = async (tx: StoreTx) => (await tx.listWebhooks('default')).map((x) => x.status);
