@@ -357,7 +357,7 @@ async function render(root: HTMLElement, ctx: PageContext): Promise<void> {
     ),
     h(
       'fieldset',
-      {},
+      { class: 'choice' },
       h('legend', {}, 'Erase by'),
       h('label', { for: 'erase-by-session', class: 'inline' }, bySession, ' Session'),
       h('label', { for: 'erase-by-subject', class: 'inline' }, bySubject, ' Subject'),

@@ -118,7 +118,8 @@ export function summarize(event: HistoryEvent): Node {
       );
       if (Array.isArray(d['state_items']) && d['state_items'].length > 0)
         span.append(`, state ${(d['state_items'] as unknown[]).map(text).join(', ')}`);
-      if (typeof d['reference'] === 'string') span.append(' ', h('span', { class: 'mono' }, d['reference']));
+      if (typeof d['reference'] === 'string')
+        span.append(', reference ', h('span', { class: 'mono' }, d['reference']));
       if (d['reason'] === 'retention') span.append(h('span', { class: 'muted' }, ' by retention'));
       else if (typeof d['requested_by'] === 'string')
         span.append(h('span', { class: 'muted' }, ` by ${d['requested_by']}`));

@@ -37,6 +37,8 @@ const SOURCES: Record<RetentionView['source'], string> = {
   none: 'nothing set: everything is kept',
 };
 
+const HOLD_COLUMNS = ['Hold', 'Covers', 'Reference', 'Placed by', 'Placed', 'Actions'];
+
 const days = (n: number | null) => (n === null ? 'kept for good' : `${n.toLocaleString()} days`);
 const who = (by: string | null, ctx: PageContext) =>
   by === null ? '—' : by === ctx.me.key_id ? `${by} (you)` : by;
@@ -141,6 +143,7 @@ function retentionSection(view: RetentionView, ctx: PageContext): HTMLElement {
       { class: 'muted' },
       "Saving replaces the retention in force (and takes the place of the policy's retention:); it is recorded as a retention.configured event.",
     ),
+    notice,
     h('div', { class: 'actions' }, save),
   );
   const section = h(
@@ -148,7 +151,6 @@ function retentionSection(view: RetentionView, ctx: PageContext): HTMLElement {
     { class: 'panel', 'aria-labelledby': 'h-retention' },
     h('h2', { id: 'h-retention' }, 'Retention in force'),
     facts_,
-    notice,
     form,
   );
   return section;
@@ -223,20 +225,21 @@ async function holdsSection(ctx: PageContext): Promise<HTMLElement> {
       actions,
     );
     tr.dataset['hold'] = hold.hold_id;
+    // A phone shows each hold as a card (table.stack-narrow): each cell names its column.
+    for (const [i, cell] of [...tr.cells].entries()) cell.dataset['label'] = HOLD_COLUMNS[i] ?? '';
     return tr;
   };
 
   const load = async () => {
     const { holds } = await get<{ holds: LegalHold[] }>('/v1/legal-holds');
-    replace(
-      list,
-      table(
-        'Legal holds in force',
-        ['Hold', 'Covers', 'Reference', 'Placed by', 'Placed', 'Actions'],
-        holds.map(holdRow),
-        'No legal hold is in force.',
-      ),
+    const wrap = table(
+      'Legal holds in force',
+      HOLD_COLUMNS,
+      holds.map(holdRow),
+      'No legal hold is in force.',
     );
+    wrap.querySelector('table')!.classList.add('stack-narrow');
+    replace(list, wrap);
   };
 
   const tenantWide = h('input', { type: 'radio', name: 'hold-scope', id: 'hold-tenant', value: 'tenant' });
@@ -309,7 +312,7 @@ async function holdsSection(ctx: PageContext): Promise<HTMLElement> {
     ),
     h(
       'fieldset',
-      {},
+      { class: 'choice' },
       h('legend', {}, 'Covers'),
       h('label', { for: 'hold-session-scope', class: 'inline' }, oneSession, ' One session'),
       h('label', { for: 'hold-tenant', class: 'inline' }, tenantWide, ' The whole tenant'),

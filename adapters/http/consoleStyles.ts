@@ -119,6 +119,10 @@ details summary { cursor: pointer; margin: .75rem 0 .5rem; font-weight: 600; }
 #revisions td { vertical-align: middle; }
 .error p { margin: 0; }
 .error ul { margin: .4rem 0 0; padding-left: 1.25rem; }
+/* A row of radio choices: as wide as its choices, side by side. */
+fieldset.choice { display: inline-flex; gap: .4rem 1.25rem; padding: .4rem .75rem .6rem; }
+fieldset.choice > label:last-child { flex-basis: auto; }
+#holds { margin-bottom: 1rem; }
 ul.plain { list-style: none; margin: 0; padding: 0; }
 ul.plain li + li { margin-top: .15rem; }
 .paths { display: flex; flex-wrap: wrap; gap: .25rem .5rem; overflow-wrap: anywhere; }
