@@ -19,6 +19,7 @@ import {
   hasChromium,
   launchChromium,
   openPage,
+  root,
   signIn,
   startConsoleServe,
 } from './consoleHarness.js';
@@ -40,8 +41,14 @@ describe.skipIf(!hasChromium)('erasure, retention and legal holds in the console
     callApi(server.url, key, method, path, body);
   const open = (context: BrowserContext, hash: string): Promise<Page> =>
     openPage(context, `${server.url}/ui/${hash}`, pageErrors, { consoleErrors: true });
-  const shot = (page: Page, name: string) =>
-    page.screenshot({ path: join(artifacts, `lifecycle-${name}.png`), fullPage: true });
+  /** `GATEHOUSE_CONSOLE_DOCS=1` (or `=erasure-dry-run,…`) also refreshes docs/console-<name>.png. */
+  const DOC_SHOTS = ['erasure-dry-run', 'retention-holds'];
+  const shot = async (page: Page, name: string) => {
+    await page.screenshot({ path: join(artifacts, `lifecycle-${name}.png`), fullPage: true });
+    const docs = process.env['GATEHOUSE_CONSOLE_DOCS'];
+    if (docs && DOC_SHOTS.includes(name) && (docs === '1' || docs.split(',').includes(name)))
+      await page.screenshot({ path: join(root, 'docs', `console-${name}.png`), fullPage: true });
+  };
   const signedIn = async (key: string, hash: string, viewport = { width: 1280, height: 860 }) => {
     const context = await browser.newContext({ viewport });
     const page = await open(context, hash);
@@ -154,6 +161,39 @@ describe.skipIf(!hasChromium)('erasure, retention and legal holds in the console
     await expect.poll(() => main.textContent()).toContain('DSR-7');
     expect(await main.textContent()).not.toContain(marker);
     await shot(page, 'erasure-history');
+    await context.close();
+    expect(pageErrors).toEqual([]);
+  });
+
+  it('erases every session tagged with a subject, one erasure.completed each', async () => {
+    for (const session of ['subj-a', 'subj-b']) {
+      await api('POST', '/v1/state/items', {
+        session_id: session,
+        key: 'user.name',
+        value: marker,
+        type: 'fact',
+        source: 'user_input',
+      });
+      await api('POST', '/v1/subject-tags', { session_id: session, subject: 'p-1234' });
+    }
+    const { context, page } = await signedIn(eraser, '#/erasure');
+    await page.getByLabel('Subject', { exact: true }).check();
+    await page.getByLabel('Subject', { exact: true }).and(page.locator('#erase-target')).fill('p-1234');
+    await page.getByRole('button', { name: 'Dry run' }).click();
+    const result = page.locator('#erasure-result');
+    await expect
+      .poll(() => result.textContent())
+      .toContain('2 sessions, 4 fields in 2 events, 2 state items');
+    expect(await result.locator('section.erasure-report').count()).toBe(2);
+    await page.getByLabel('Type the subject again').fill('p-1234');
+    await page.getByRole('button', { name: 'Erase subject p-1234' }).click();
+    const done = page.locator('#erasure-done');
+    await done.waitFor();
+    expect(await done.locator('li').allTextContents()).toEqual([
+      expect.stringMatching(/^Session subj-a: recorded as erasure\.completed, seq \d+/),
+      expect.stringMatching(/^Session subj-b: recorded as erasure\.completed, seq \d+/),
+    ]);
+    expect((await api('GET', '/v1/state/items/user.name?session_id=subj-b')).status).toBe('erased');
     await context.close();
     expect(pageErrors).toEqual([]);
   });
