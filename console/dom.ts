@@ -125,7 +125,10 @@ export function json(value: unknown): HTMLPreElement {
  */
 export function errorBox(error: unknown): HTMLElement {
   const message = (error as Error).message ?? String(error);
-  const entries = (error as { errors?: Array<{ path: string; message: string }> }).errors ?? [];
+  // An entry the message already says word for word (`field: problem`) is not listed twice.
+  const entries = ((error as { errors?: Array<{ path: string; message: string }> }).errors ?? []).filter(
+    (e) => !message.includes(e.path ? `${e.path}: ${e.message}` : e.message),
+  );
   if (entries.length === 0) return h('p', { class: 'error', role: 'alert' }, message);
   return h(
     'div',

@@ -109,6 +109,42 @@ export function summarize(event: HistoryEvent): Node {
       }
       break;
     }
+    case 'erasure.completed': {
+      const fields = text(d['fields']);
+      span.append(
+        badge('erased'),
+        ' ',
+        `${fields} field${fields === '1' ? '' : 's'} in ${text(d['events'])} event${text(d['events']) === '1' ? '' : 's'}`,
+      );
+      if (Array.isArray(d['state_items']) && d['state_items'].length > 0)
+        span.append(`, state ${(d['state_items'] as unknown[]).map(text).join(', ')}`);
+      if (typeof d['reference'] === 'string')
+        span.append(', reference ', h('span', { class: 'mono' }, d['reference']));
+      if (d['reason'] === 'retention') span.append(h('span', { class: 'muted' }, ' by retention'));
+      else if (typeof d['requested_by'] === 'string')
+        span.append(h('span', { class: 'muted' }, ` by ${d['requested_by']}`));
+      break;
+    }
+    case 'legal_hold.placed':
+    case 'legal_hold.released':
+      span.append(
+        badge(event.type.slice('legal_hold.'.length)),
+        ' legal hold ',
+        h('span', { class: 'mono' }, text(d['reference'])),
+        d['session_id'] ? '' : ' on the whole tenant',
+        typeof d['by'] === 'string' ? h('span', { class: 'muted' }, ` by ${d['by']}`) : '',
+      );
+      break;
+    case 'retention.configured': {
+      const period = (v: unknown) => (typeof v === 'number' ? `${v}d` : 'kept');
+      span.append(
+        badge('configured'),
+        ` retention: values ${period(d['values_after_days'])}, history ${period(d['history_after_days'])}`,
+        d['allow_below_floor'] === true ? ' (below the floor allowed)' : '',
+        typeof d['by'] === 'string' ? h('span', { class: 'muted' }, ` by ${d['by']}`) : '',
+      );
+      break;
+    }
     default: {
       const compact = JSON.stringify(d);
       span.append(

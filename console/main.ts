@@ -8,11 +8,13 @@ import { ApiError, call, forgetKey, get, storedKey, storeKey, whenUnauthorized }
 import { approvalPage, approvalsPage, pendingCount } from './approvalsPage.js';
 import { decisionPage } from './decisionPage.js';
 import { errorBox, h, replace } from './dom.js';
+import { erasurePage } from './erasurePage.js';
 import { historyPage } from './historyPage.js';
 import { finishSignIn, loadSignInConfig, type SignInConfig, startSignIn } from './idpSignIn.js';
 import type { Me, Page, PageContext } from './pageTypes.js';
 import { policyPage } from './policyPage.js';
 import { principalLabel, principalRecordOf } from './principalLabel.js';
+import { retentionPage } from './retentionPage.js';
 import { sessionPage, sessionsPage } from './sessionsPage.js';
 import { webhookPage, webhooksPage } from './webhooksPage.js';
 
@@ -27,6 +29,8 @@ const PAGES: Page[] = [
   webhooksPage,
   webhookPage,
   policyPage,
+  erasurePage,
+  retentionPage,
 ];
 
 const app = document.getElementById('app')!;

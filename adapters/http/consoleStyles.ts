@@ -81,8 +81,8 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 pre { background: var(--code-bg); padding: .75rem; border-radius: 6px; overflow-x: auto; margin: 0; white-space: pre-wrap; word-break: break-word; }
 .badge { color: var(--muted); display: inline-block; padding: .05rem .5rem; border-radius: 999px; font-size: .8rem; font-weight: 700; border: 1px solid currentColor; white-space: nowrap; }
 .badge.Allow, .badge.delivered, .badge.ok, .badge.approved, .badge.current, .badge.resolved, .badge.active { color: var(--allow); background: var(--allow-bg); }
-.badge.Warn, .badge.pending, .badge.conflicted, .badge.open { color: var(--warn); background: var(--warn-bg); }
-.badge.Block, .badge.failed, .badge.bad, .badge.denied, .badge.disabled, .badge.expired { color: var(--block); background: var(--block-bg); }
+.badge.Warn, .badge.pending, .badge.conflicted, .badge.open, .badge.placed { color: var(--warn); background: var(--warn-bg); }
+.badge.Block, .badge.failed, .badge.bad, .badge.denied, .badge.disabled, .badge.expired, .badge.erased { color: var(--block); background: var(--block-bg); }
 .muted { color: var(--muted); }
 .status-line { display: flex; align-items: center; gap: .5rem; color: var(--muted); font-size: .9rem; }
 .dot { width: .6rem; height: .6rem; border-radius: 50%; background: var(--muted); display: inline-block; }
@@ -119,6 +119,19 @@ details summary { cursor: pointer; margin: .75rem 0 .5rem; font-weight: 600; }
 #revisions td { vertical-align: middle; }
 .error p { margin: 0; }
 .error ul { margin: .4rem 0 0; padding-left: 1.25rem; }
+/* A row of radio choices: as wide as its choices, side by side. */
+fieldset.choice { display: inline-flex; gap: .4rem 1.25rem; padding: .4rem .75rem .6rem; }
+fieldset.choice > label:last-child { flex-basis: auto; }
+#holds { margin-bottom: 1rem; }
+ul.plain { list-style: none; margin: 0; padding: 0; }
+ul.plain li + li { margin-top: .15rem; }
+.paths { display: flex; flex-wrap: wrap; gap: .25rem .5rem; overflow-wrap: anywhere; }
+.erasure-report h3 { margin-top: 0; overflow-wrap: anywhere; }
+form.confirm { border-color: var(--block); }
+form.confirm > h2:first-child { margin-top: 0; }
+.error .hint { margin-top: .4rem; color: var(--text); }
+label.danger-text { color: var(--block); }
+#erasure-result:focus { outline: none; }
 .visually-hidden {
   position: absolute; width: 1px; height: 1px; margin: -1px; padding: 0; border: 0; overflow: hidden;
   clip: rect(0 0 0 0); clip-path: inset(50%); white-space: nowrap;
