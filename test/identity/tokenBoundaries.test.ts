@@ -1,7 +1,8 @@
 /**
  * Where a token's reach ends, over real HTTP on loopback with a SQLite file and tokens signed by
  * the in-process test IdP's key: an `Idempotency-Key` replays only within the tenant the token
- * reaches.
+ * reaches, and an `scp` claim written as one space-separated string (Entra ID's) grants each of
+ * its values.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -125,5 +126,16 @@ describe('a token whose claim picks the tenant', () => {
     // Within one tenant the key still replays.
     const again = await call('/v1/state/items', await token({ org: 'beta', scope }), { body: item, headers });
     expect(again.headers.get('idempotent-replayed')).toBe('true');
+  });
+});
+
+describe('claims', () => {
+  it('an scp claim written as one space-separated string (Entra ID) grants each of its values', async () => {
+    const me = await call('/v1/me', await token({ org: 'acme', scp: 'access_as_user gatehouse.write' }));
+    expect(me.status, JSON.stringify(me.json)).toBe(200);
+    expect(me.json['scopes']).toEqual(expect.arrayContaining(['state:read', 'state:write']));
+    // As a list (Okta's) it already did.
+    const listed = await call('/v1/me', await token({ org: 'acme', scp: ['access_as_user'] }));
+    expect(listed.json['scopes']).toEqual(['state:read']);
   });
 });
