@@ -75,7 +75,8 @@ export interface CallContext {
    */
   principal?: PrincipalRecord;
   /**
-   * The key's scopes, matched against a policy's `approval.approvers`.
+   * The key's scopes, matched against a policy's `approval.approvers`, and checked where an
+   * operation asks more than its route's scope (overriding a legal hold needs `admin`).
    * @default every scope (an in-process call)
    */
   scopes?: readonly Scope[];

@@ -501,7 +501,10 @@ export type Delivery = z.infer<typeof DeliverySchema>;
  */
 export const EraseInputSchema = z.strictObject({
   session_id: SessionIdSchema,
-  /** Erase although a legal hold covers the session; recorded as `legal_hold.overridden`. @default false */
+  /**
+   * Erase although a legal hold covers the session; recorded as `legal_hold.overridden`. Needs
+   * scope `admin` when a hold covers it. @default false
+   */
   override_hold: z.boolean().optional(),
   /** List what would be erased; erase nothing. @default false */
   dry_run: z.boolean().optional(),

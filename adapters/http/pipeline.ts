@@ -375,7 +375,9 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
     };
     const key = route.method === 'POST' ? incoming.header('idempotency-key') : undefined;
     if (key === undefined) return run();
-    return idempotency(`${principal.keyId}:POST:${incoming.path}`, key, text, run);
+    // The tenant is part of the scope: a token whose claim picks the tenant has one key ID in each,
+    // and a request in one tenant must never be answered with another tenant's stored response.
+    return idempotency(`${principal.keyId}:${principal.tenantId}:POST:${incoming.path}`, key, text, run);
   }
 
   async function dispatch(

@@ -335,7 +335,7 @@ export const API_ROUTES = {
     tag: 'History',
     summary: 'Place a legal hold on a session or (without session_id) the tenant',
     description:
-      'While it is in force, what it covers is neither erased nor pruned unless the request sets `override_hold`, which is recorded as `legal_hold.overridden`.',
+      'While it is in force, what it covers is neither erased nor pruned unless the request sets `override_hold` (which needs scope admin too), recorded as `legal_hold.overridden`.',
     scope: 'admin',
     body: { schema: PlaceHoldInputSchema, name: 'PlaceHoldInput' },
     response: { schema: LegalHoldSchema, name: 'LegalHold', statuses: { 200: 'The hold, in force.' } },

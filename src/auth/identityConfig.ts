@@ -32,7 +32,7 @@ const HttpUrl = z
 /** One claim rule: when `claim` holds `value`, the token gets these scopes, labels and sources. */
 export const ClaimRuleSchema = z
   .object({
-    /** A claim name, dotted for nested claims (`realm_access.roles`). `scope` is split on spaces. */
+    /** A claim name, dotted for nested claims (`realm_access.roles`). `scope` and `scp` are split on spaces. */
     claim: z.string().min(1),
     /** The value to find (equal to a string claim, or an entry of a list claim). */
     value: z.string().min(1),
@@ -80,6 +80,7 @@ export const IssuerConfigSchema = z
     default_sources: z.array(z.string().min(1).max(64)).optional(),
     /** Claim rules; a token that matches none (or gets no scope) is refused with 403. */
     map: z.array(ClaimRuleSchema).min(1),
+    /** Opaque tokens are introspected here; one issuer of the configuration at most. */
     introspection: IntrospectionSchema.optional(),
   })
   .strict()
@@ -141,11 +142,23 @@ export const IdentityConfigSchema = z
       }
     }
     const seen = new Set<string>();
+    let introspecting: string | undefined;
     config.issuers.forEach((issuer, i) => {
       if (seen.has(issuer.issuer)) {
         ctx.addIssue({ code: 'custom', path: ['issuers', i, 'issuer'], message: 'listed twice' });
       }
       seen.add(issuer.issuer);
+      if (issuer.introspection === undefined) return;
+      // An opaque token does not say who issued it: with two introspection endpoints, each would be
+      // sent the other issuer's tokens, and whoever runs one could replay them here as the other's.
+      if (introspecting !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['issuers', i, 'introspection'],
+          message: `only one issuer may introspect (${introspecting} does): an opaque token names no issuer, so it would be sent to each`,
+        });
+      }
+      introspecting ??= issuer.issuer;
     });
   });
 

@@ -55,14 +55,17 @@ export interface TokenAuthenticator {
 const invalid = (message: string, cause?: unknown) =>
   new GatehouseError('unauthorized', message, { tokenError: 'invalid_token', cause });
 
-/** A claim by dotted path, as a list of strings (`scope` split on spaces). */
+/**
+ * A claim by dotted path, as a list of strings. A scope claim written as one string is split on
+ * spaces: `scope` always is (RFC 8693, RFC 9068), and Entra ID writes `scp` that way too.
+ */
 function claimValues(payload: Record<string, unknown>, claim: string): string[] {
   let value: unknown = payload;
   for (const part of claim.split('.')) {
     if (value === null || typeof value !== 'object') return [];
     value = (value as Record<string, unknown>)[part];
   }
-  if (typeof value === 'string') return claim === 'scope' ? value.split(' ').filter(Boolean) : [value];
+  if (typeof value === 'string') return isScopeClaim(claim) ? value.split(' ').filter(Boolean) : [value];
   if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string');
   return [];
 }

@@ -4,6 +4,7 @@
  * pruned unless the request overrides it explicitly, and the override is an event in the chain.
  */
 import { callerIdentity, IN_PROCESS_CALLER } from '../approvals/approverCheck.js';
+import { hasScope } from '../auth/apiKeys.js';
 import { GatehouseError } from '../errors.js';
 import type { CallContext, Gatehouse } from '../gatehouseTypes.js';
 import { type LegalHold, PlaceHoldInputSchema } from '../history/legalHoldSchemas.js';
@@ -17,7 +18,8 @@ export const requesterOf = (ctx?: CallContext) => callerIdentity(ctx) ?? ctx?.ac
 /**
  * Refuses an erasure or prune that `covering` holds cover, or, with `override`, records a
  * `legal_hold.overridden` event naming them, in `tx`.
- * @throws {GatehouseError} `invalid_request` when a hold covers it and `override` is not set.
+ * @throws {GatehouseError} `invalid_request` when a hold covers it and `override` is not set;
+ *   `forbidden` when `override` is set by a caller without `admin`
  */
 export async function enforceHolds(
   shared: OperationContext,
@@ -37,6 +39,16 @@ export async function enforceHolds(
     throw new GatehouseError(
       'invalid_request',
       `Legal hold ${names} covers this ${job.operation}: refused (override_hold overrides it, and is recorded).`,
+    );
+  }
+  // Overriding a hold undoes it for this operation: no less than releasing it, which needs admin.
+  // A caller without scopes is in-process (the CLI), which holds every scope.
+  const scopes = job.ctx?.scopes;
+  if (scopes !== undefined && !hasScope({ scopes }, 'admin')) {
+    throw new GatehouseError(
+      'forbidden',
+      `Legal hold ${names} covers this ${job.operation}, and override_hold needs the 'admin' scope (as placing and releasing a hold does).`,
+      { requiredScope: 'admin' },
     );
   }
   await shared.append(

@@ -65,4 +65,25 @@ describe('parseIdentityConfig', () => {
       }),
     ).toEqual(['issuers.1.issuer: listed twice']);
   });
+
+  it('lets one issuer at most introspect: an opaque token names no issuer, so it would go to each', () => {
+    const introspection = (host: string) => ({
+      endpoint: `https://${host}/introspect`,
+      client_id: 'gatehouse',
+      client_secret: 's',
+    });
+    const issuers = [
+      { issuer, tenant: 'a', map, introspection: introspection('idp.example.org') },
+      {
+        issuer: 'https://idp.partner.example',
+        tenant: 'b',
+        map,
+        introspection: introspection('idp.partner.example'),
+      },
+    ];
+    expect(problems({ issuers })).toEqual([
+      expect.stringMatching(/^issuers\.1\.introspection: only one issuer may introspect/),
+    ]);
+    expect(problems({ issuers: [issuers[0], { ...issuers[1], introspection: undefined }] })).toEqual([]);
+  });
 });
