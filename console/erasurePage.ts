@@ -107,22 +107,19 @@ function refusal(error: unknown, ctx: PageContext): HTMLElement {
         'p',
         { class: 'hint' },
         'The console does not override a legal hold. ',
-        ctx.can('admin')
-          ? h(
-              'span',
-              {},
+        ...(ctx.can('admin')
+          ? [
               'Release it on ',
               link('retention', 'Retention & holds'),
-              ' if the matter is closed, or ',
-            )
-          : 'Ask an admin to release it if the matter is closed, or ',
-        'override it with the API (',
-        h('code', {}, 'override_hold: true'),
-        ') or ',
-        h('code', {}, 'gatehouse erase --override-hold'),
-        ', which records it as ',
-        h('code', {}, 'legal_hold.overridden'),
-        '.',
+              ' if the matter is closed, or override it with the API (',
+              h('code', {}, 'override_hold: true'),
+              ') or ',
+              h('code', {}, 'gatehouse erase --override-hold'),
+              ', which records it as ',
+              h('code', {}, 'legal_hold.overridden'),
+              '.',
+            ]
+          : ['An admin can release it when the matter is closed, or override it (recorded in the history).']),
       ),
     );
   }

@@ -217,7 +217,7 @@ describe.skipIf(!hasChromium)('erasure, retention and legal holds in the console
     await refusal.waitFor();
     const text = (await refusal.textContent())!;
     expect(text).toContain(`Legal hold ${hold.hold_id} (CASE-7) covers this erasure`);
-    expect(text).toContain('gatehouse erase --override-hold');
+    expect(text).toContain('An admin can release it when the matter is closed');
     expect((await api('GET', '/v1/state/items/budget.limit?session_id=held-1')).value).toBe('5000');
     await shot(page, 'erasure-held');
     await context.close();
