@@ -8,11 +8,9 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type {
   DumpRecord,
-  SealedFields,
   StateItem,
   Store,
   StoredApiKey,
-  StoredEvent,
   StoreTx,
   TransactionOptions,
 } from '../../src/index.js';
@@ -101,12 +99,6 @@ const ITEMS_CACHE_SESSIONS = 256;
  * whole batch, so this bounds the latency one COMMIT adds; 64 callers of evaluate are a few ms.
  */
 const GROUP_COMMIT_MAX = 64;
-
-/** Held-back events inserted by one statement at most (10 parameters each, 4 for its values). */
-const HELD_EVENTS_MAX = 64;
-
-/** A statement's text and arguments, as `#write` takes them. */
-const statementArgs = (s: Statement): [string, readonly unknown[]] => [s.sql, s.args];
 
 /** Rows a load hands over at once (each inserted by one cached single-row statement). */
 const LOAD_BATCH_ROWS = 500;
@@ -272,18 +264,15 @@ class SqliteStoreImpl implements SqliteStore {
   #checkpoints: CheckpointThread | undefined;
   #commits = 0;
 
-  /**
-   * Runs the shared statements on this connection, counting the changes they make. Events held
-   * back by {@link #holdEvent} are inserted first, so every statement sees them.
-   */
+  /** Runs the shared statements on this connection, counting the changes they make. */
   readonly #executor: SqlExecutor = {
-    all: (text, args = []) => settle(() => this.#flushed(this.#statement(text)).all(...args)),
-    get: (text, args = []) => settle(() => this.#flushed(this.#statement(text)).get(...args)),
-    rows: (text, args = []) => settle(() => this.#flushed(this.#statement(text)).rows(...args)),
+    all: (text, args = []) => settle(() => this.#statement(text).all(...args)),
+    get: (text, args = []) => settle(() => this.#statement(text).get(...args)),
+    rows: (text, args = []) => settle(() => this.#statement(text).rows(...args)),
     run: (text, args = []) => settle(() => this.#write(text, args)),
     runReturning: (text, args = []) =>
       settle(() => {
-        const rows = this.#flushed(this.#statement(text)).all(...args);
+        const rows = this.#statement(text).all(...args);
         this.#expectedChanges += rows.length; // one changed row per returned row
         return rows;
       }),
@@ -294,39 +283,6 @@ class SqliteStoreImpl implements SqliteStore {
         return changes;
       }),
   };
-
-  /**
-   * Events appended in the open transaction and not inserted yet, with their values, all of one
-   * tenant. The callers a group commit runs in one savepoint (rerunnable evaluations in a row)
-   * then write their events as one multi-row INSERT into `events` and one into `event_values`,
-   * instead of two statements each: in a batch of 16 evaluations the statements were the largest
-   * cost history format 2 added. They are inserted before the next statement of any kind, before
-   * a savepoint is released or a COMMIT, and dropped with a rollback (they were never written).
-   */
-  #heldEvents: { tenantId: string; events: Array<StoredEvent & { fields: SealedFields | null }> } | null =
-    null;
-
-  #holdEvent(tenantId: string, event: StoredEvent, fields: SealedFields | null): void {
-    if (this.#heldEvents !== null && this.#heldEvents.tenantId !== tenantId) this.#flushEvents();
-    this.#heldEvents ??= { tenantId, events: [] };
-    this.#heldEvents.events.push({ ...event, fields });
-    if (this.#heldEvents.events.length >= HELD_EVENTS_MAX) this.#flushEvents();
-  }
-
-  #flushEvents(): void {
-    const held = this.#heldEvents;
-    if (held === null) return;
-    this.#heldEvents = null;
-    this.#write(...statementArgs(sql.insertEvents(held.tenantId, held.events)));
-    const values = sql.insertEventValues(held.tenantId, held.events);
-    if (values) this.#write(...statementArgs(values));
-  }
-
-  /** `statement`, once the held events are inserted. */
-  #flushed(statement: SqliteStatement): SqliteStatement {
-    if (this.#heldEvents !== null) this.#flushEvents();
-    return statement;
-  }
   readonly #reader = operations.createSqlReader(this.#executor, sqliteDialect);
   readonly #keys = operations.createSqlKeyStore(this.#executor);
   readonly #outbox = operations.createSqlOutbox(this.#executor);
@@ -351,9 +307,6 @@ class SqliteStoreImpl implements SqliteStore {
         this.#forgetSession(t, s);
         return tx.eraseSession(t, s, options);
       },
-      appendEvent: async (t, e, fields = null) => {
-        this.#holdEvent(t, e, fields);
-      },
     };
   }
 
@@ -368,7 +321,6 @@ class SqliteStoreImpl implements SqliteStore {
   }
 
   #write(text: string, args: readonly unknown[]): number {
-    if (this.#heldEvents !== null) this.#flushEvents();
     const { changes } = this.#statement(text).run(...args);
     this.#expectedChanges += changes;
     return changes;
@@ -432,7 +384,6 @@ class SqliteStoreImpl implements SqliteStore {
 
   /** COMMIT, then the checkpoint thread hears of it (started at the Nth commit). */
   #commit(): void {
-    this.#flushEvents();
     this.database.commit();
     if (this.#startCheckpoints && ++this.#commits >= CHECKPOINT_THREAD_AFTER_COMMITS) {
       this.#checkpoints = this.#startCheckpoints();
@@ -449,7 +400,6 @@ class SqliteStoreImpl implements SqliteStore {
       this.#commit();
       return result;
     } catch (error) {
-      this.#heldEvents = null;
       if (this.database.inTransaction) this.database.rollback();
       this.#forgetUndoneChanges();
       throw error;
@@ -504,18 +454,16 @@ class SqliteStoreImpl implements SqliteStore {
       return this.#txApi;
     },
     savepoint: async (first) => {
-      if (!first) this.#flushed(this.#statement('RELEASE gatehouse_tx')).run();
+      if (!first) this.#statement('RELEASE gatehouse_tx').run();
       this.#statement('SAVEPOINT gatehouse_tx').run();
     },
     rollbackToSavepoint: async () => {
-      this.#heldEvents = null;
       this.#statement('ROLLBACK TO gatehouse_tx').run();
     },
     commit: async () => {
       this.#commit();
     },
     rollback: async () => {
-      this.#heldEvents = null;
       if (this.database.inTransaction) this.database.rollback();
     },
     isOpen: () => this.database.inTransaction,
