@@ -114,6 +114,8 @@ export interface RetentionReport {
   erased: { events: number; fields: number; erasures: number[] };
   /** The prune for `history_after`, or null. */
   pruned: PruneReport | null;
+  /** Events of an earlier prune whose deletion had been cut short (the process stopped), deleted now. */
+  finished_prune: number;
   /** Why the prune was refused, or null. */
   problem: string | null;
 }

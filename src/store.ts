@@ -302,9 +302,15 @@ export interface StoreTx extends StoreReader, PolicyWriter {
   firstEventSeq(tenantId: string): Promise<number | null>;
   /**
    * Deletes a tenant's events through `seq`, their values and their deliveries. The events table
-   * refuses it unless a checkpoint of the tenant at or beyond `seq` is stored.
+   * refuses it unless a checkpoint of the tenant at or beyond `seq` is stored. The core calls it
+   * once per batch (pruneOperations.ts), so `seq` bounds a few hundred events.
    */
   pruneEvents(tenantId: string, seq: number): Promise<void>;
+  /**
+   * The `through_seq` of the tenant's latest prune (its `retention.pruned` event), or null: the
+   * events through it are pruned, whether or not their deletion has finished.
+   */
+  prunedThrough(tenantId: string): Promise<number | null>;
   /** Events older than `before` whose values are kept, oldest first, at most `limit`. */
   listExpiredValues(tenantId: string, before: string, limit: number): Promise<SessionValues[]>;
   /** Erases the values of these events (their rows keep `erasedBy`, the erasure event's seq). */

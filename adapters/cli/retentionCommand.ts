@@ -38,7 +38,11 @@ export function registerRetentionCommand(
           process.stdout.write(
             flags.json
               ? `${JSON.stringify(r)}\n`
-              : `tenant ${tenantId}: erased ${r.erased.fields} field(s) of ${r.erased.events} event(s)${
+              : `tenant ${tenantId}: ${
+                  r.finished_prune > 0
+                    ? `finished an earlier prune (${r.finished_prune} event(s) deleted), `
+                    : ''
+                }erased ${r.erased.fields} field(s) of ${r.erased.events} event(s)${
                   r.pruned
                     ? `, pruned events ${r.pruned.from_seq}-${r.pruned.through_seq} behind checkpoint ${r.pruned.checkpoint.hash}`
                     : ''

@@ -38,7 +38,18 @@ export const latestCheckpoint = `SELECT ${COLUMNS} FROM checkpoints WHERE tenant
 export const eventAt = 'SELECT hash, occurred_at FROM events WHERE tenant_id = ? AND seq = ?';
 export const firstEventSeq = 'SELECT seq FROM events WHERE tenant_id = ? ORDER BY seq LIMIT 1';
 
-/** The deletes of a prefix (through `seq`): its deliveries, its values, then its events. */
+/**
+ * The through_seq of a tenant's latest prune (its `retention.pruned` event, always kept: only a
+ * later prune can delete it, and that one appends its own). The type index holds every type but
+ * gate_evaluation (migrations 4 and 6): the query says so, or SQLite does not use it.
+ */
+export const latestPrune = `SELECT data FROM events WHERE tenant_id = ? AND type = 'retention.pruned'
+  AND type <> 'gate_evaluation' ORDER BY seq DESC LIMIT 1`;
+
+/**
+ * The deletes of a prefix (through `seq`): its deliveries, its values, then its events. The core
+ * bounds each call to one batch of still-present events, so each delete is small.
+ */
 export function pruneThrough(tenantId: string, seq: number): Statement[] {
   return [
     {

@@ -226,6 +226,10 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
     async pruneEvents(t, seq) {
       await write(prune.pruneThrough(t, seq));
     },
+    async prunedThrough(t) {
+      const r = await db.get(prune.latestPrune, [t]);
+      return r ? num(json<{ through_seq: unknown }>(r['data']).through_seq) : null;
+    },
     async listExpiredValues(t, before, limit) {
       return (await db.all(prune.expiredValues, [t, before, limit])).map((r) => ({
         seq: num(r['seq']),

@@ -11,6 +11,7 @@ import { RetentionInputSchema, type RetentionView } from '../history/pruneSchema
 import { parseInput } from '../validation.js';
 import { requesterOf } from './legalHolds.js';
 import type { OperationContext } from './operationContext.js';
+import type { PruneOperations } from './pruneOperations.js';
 
 const DAY_MS = 86_400_000;
 /** Events whose values one batch erases (one transaction, one erasure event). */
@@ -19,7 +20,7 @@ const VALUES_BATCH = 500;
 /** Runs a tenant's retention. */
 export function retentionOperations(
   shared: OperationContext,
-  prune: Pick<Gatehouse, 'pruneHistory'>,
+  prune: Pick<PruneOperations, 'pruneHistory' | 'finishPrune'>,
 ): Pick<Gatehouse, 'runRetention' | 'getRetention' | 'putRetention'> {
   const { tenantOf } = shared;
   /** The tenant's retention: set with the API, else the policy's. */
@@ -84,8 +85,12 @@ export function retentionOperations(
         tenant_id: tenantId,
         erased: { events: 0, fields: 0, erasures: [] },
         pruned: null,
+        finished_prune: 0,
         problem: null,
       };
+      // A prune already decided (checkpoint stored, event appended) whose deletion was cut short
+      // is finished whatever the settings or holds say now.
+      report.finished_prune = await prune.finishPrune(tenantId);
       if (settings === undefined) return report;
       // Retention never overrides a hold: a tenant hold stops it; a session hold keeps that
       // session's values (the store skips them) and every event from the session's first on.
