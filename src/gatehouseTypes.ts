@@ -307,6 +307,16 @@ export interface Gatehouse {
    * the tags (the subject is personal data too).
    */
   eraseSubject(input: EraseSubjectInput, ctx?: CallContext): Promise<SubjectErasureReport>;
+  /**
+   * Which of these sessions were erased (an `erasure.completed` event of the session) at or after
+   * `since`: what a kept copy of an answer (the HTTP `Idempotency-Key` store) asks before it is
+   * replayed. Unknown sessions are simply not erased.
+   * @throws {GatehouseError} `invalid_request` when `since` is not an ISO 8601 time.
+   */
+  erasedSessionsSince(
+    input: { session_ids: readonly string[]; since: string },
+    ctx?: CallContext,
+  ): Promise<string[]>;
   /** Tags a session with a pseudonymous subject (replacing its tag), for {@link eraseSubject}. */
   tagSession(input: TagSessionInput, ctx?: CallContext): Promise<SessionTag>;
 

@@ -282,6 +282,11 @@ export interface StoreTx extends StoreReader, PolicyWriter {
   listSubjectSessions(tenantId: string, subject: string): Promise<string[]>;
   /** Deletes a subject's tags. */
   deleteSubject(tenantId: string, subject: string): Promise<void>;
+  /**
+   * Which of these sessions (at most 100) have an `erasure.completed` event at or after `since`
+   * (ISO 8601).
+   */
+  erasedSessionsSince(tenantId: string, sessionIds: readonly string[], since: string): Promise<string[]>;
   /** Pending deliveries of a session's events, by delivery ID. */
   listSessionPendingDeliveries(tenantId: string, sessionId: string): Promise<string[]>;
   /**

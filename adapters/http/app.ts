@@ -168,6 +168,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
           }),
         ttlMs: options.idempotency?.ttlMs,
         maxResponseBytes: options.idempotency?.maxResponseBytes,
+        onError: (err) =>
+          options.logger?.warn({ err }, 'idempotency store: delete of an erased session failed'),
       }),
       metrics,
       logger: options.logger,

@@ -363,6 +363,7 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
             return incoming.signal;
           },
         });
+        if (route.erases) await idempotency.forget(principal.tenantId, route.erases(result));
         const reply = jsonReply(route.statusOf ? route.statusOf(result) : defaultStatus(route), result);
         if (route.responseHeaders) Object.assign(reply.headers, route.responseHeaders(result));
         return reply;
@@ -375,7 +376,18 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
     };
     const key = route.method === 'POST' ? incoming.header('idempotency-key') : undefined;
     if (key === undefined) return run();
-    return idempotency(`${principal.keyId}:POST:${incoming.path}`, key, text, run);
+    const named = (body as { session_id?: unknown } | undefined)?.session_id;
+    return idempotency(`${principal.keyId}:POST:${incoming.path}`, key, text, run, {
+      tenantId: principal.tenantId,
+      sessions: typeof named === 'string' ? [named] : [],
+      erasedSince: route.erases
+        ? null
+        : (ids, since) =>
+            gatehouse.erasedSessionsSince(
+              { session_ids: ids, since: new Date(since).toISOString() },
+              context,
+            ),
+    });
   }
 
   async function dispatch(

@@ -187,6 +187,11 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
     async deleteSubject(t, subject) {
       await write([{ sql: sql.deleteSubject, args: [t, subject] }]);
     },
+    async erasedSessionsSince(t, sessionIds, since) {
+      if (sessionIds.length === 0) return [];
+      const rows = await db.rows(sql.erasedSessionsSince(sessionIds.length), [t, ...sessionIds, since]);
+      return rows.map((r) => str(r[0]));
+    },
     async listSessionPendingDeliveries(t, s) {
       return (await db.rows(sql.listSessionPendingDeliveries, [t, t, s])).map((r) => str(r[0]));
     },
