@@ -112,6 +112,11 @@ export interface RetentionReport {
   tenant_id: string;
   /** Values erased for `values_after`: events, fields, and the seq of each erasure event. */
   erased: { events: number; fields: number; erasures: number[] };
+  /**
+   * Current state items whose last write is older than `values_after`, cleared as an erasure
+   * clears a session's: how many, and the seq of each `erasure.completed` event naming them.
+   */
+  erased_items: { items: number; erasures: number[] };
   /** The prune for `history_after`, or null. */
   pruned: PruneReport | null;
   /** Events of an earlier prune whose deletion had been cut short (the process stopped), deleted now. */

@@ -135,6 +135,13 @@ export interface StoredApiKey extends ApiKey {
   hash: string;
 }
 
+/** A current state item that retention clears: where it is, and the version it was listed at. */
+export interface ExpiredItem {
+  session_id: string;
+  key: string;
+  version: number;
+}
+
 /** The chain head of a tenant: the last seq and hash. */
 export interface ChainHead {
   seq: number;
@@ -320,6 +327,21 @@ export interface StoreTx extends StoreReader, PolicyWriter {
   listExpiredValues(tenantId: string, before: string, limit: number): Promise<SessionValues[]>;
   /** Erases the values of these events (their rows keep `erasedBy`, the erasure event's seq). */
   expireValues(tenantId: string, seqs: readonly number[], erasedBy: number): Promise<void>;
+  /**
+   * Current state items, not erased, whose current version was written before `before`, but of
+   * held sessions: at most `limit`, in `(session_id, key)` order after `after`.
+   */
+  listExpiredItems(
+    tenantId: string,
+    before: string,
+    after: { session_id: string; key: string },
+    limit: number,
+  ): Promise<ExpiredItem[]>;
+  /**
+   * Clears these items as {@link eraseSession} clears a session's: every version's value and
+   * metadata, the item reading `erased`. An item written since it was listed is left alone.
+   */
+  expireItems(tenantId: string, items: readonly ExpiredItem[]): Promise<void>;
   /** The tenant's retention set with `PUT /v1/retention` (JSON of its settings), or null. */
   getRetention(
     tenantId: string,

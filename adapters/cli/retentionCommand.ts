@@ -43,6 +43,8 @@ export function registerRetentionCommand(
                     ? `finished an earlier prune (${r.finished_prune} event(s) deleted), `
                     : ''
                 }erased ${r.erased.fields} field(s) of ${r.erased.events} event(s)${
+                  r.erased_items.items > 0 ? `, cleared ${r.erased_items.items} state item(s)` : ''
+                }${
                   r.pruned
                     ? `, pruned events ${r.pruned.from_seq}-${r.pruned.through_seq} behind checkpoint ${r.pruned.checkpoint.hash}`
                     : ''

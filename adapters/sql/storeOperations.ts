@@ -245,6 +245,25 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
     async expireValues(t, seqs, erasedBy) {
       if (seqs.length > 0) await write([prune.expireValues(t, seqs, erasedBy)]);
     },
+    async listExpiredItems(t, before, after, limit) {
+      const rows = await db.all(prune.expiredItems, [
+        t,
+        before,
+        after.session_id,
+        after.session_id,
+        after.key,
+        t,
+        limit,
+      ]);
+      return rows.map((r) => ({
+        session_id: str(r['session_id']),
+        key: str(r['key']),
+        version: num(r['version']),
+      }));
+    },
+    async expireItems(t, items) {
+      if (items.length > 0) await write(prune.expireItems(t, items));
+    },
     async getRetention(t) {
       const r = await db.get(holds.getRetention, [t]);
       return r
