@@ -169,7 +169,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         ttlMs: options.idempotency?.ttlMs,
         maxResponseBytes: options.idempotency?.maxResponseBytes,
         onError: (err) =>
-          options.logger?.warn({ err }, 'idempotency store: delete of an erased session failed'),
+          options.logger?.warn({ err }, 'idempotency store: tombstone of an erased session not written'),
       }),
       metrics,
       logger: options.logger,

@@ -80,7 +80,7 @@ export interface IdempotencyOptions {
   maxResponseBytes?: number;
   /** @default Date.now */
   now?: () => number;
-  /** A failed delete of an erased session's entry (the store is down). @default ignored */
+  /** A failed write of an erased session's tombstone (the store is down). @default ignored */
   onError?: (error: unknown) => void;
 }
 
@@ -164,7 +164,10 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     if (existing && !isTombstone(existing) && existing.fingerprint === fingerprint && check) {
       const [erased] = await erasedSessions(existing, body, check);
       if (erased !== undefined) {
-        await options.store.set(id, { fingerprint, erased } satisfies Tombstone, ttl);
+        // Refused either way: a store that fails here only keeps the entry until the next retry.
+        await Promise.resolve(options.store.set(id, { fingerprint, erased } satisfies Tombstone, ttl)).catch(
+          (error: unknown) => options.onError?.(error),
+        );
         throw responseErased(erased);
       }
     }
