@@ -14,6 +14,7 @@ export const ERROR_CODES = [
   'method_not_allowed',
   'version_conflict',
   'already_recorded',
+  'response_erased',
   'precondition_failed',
   'precondition_required',
   'payload_too_large',

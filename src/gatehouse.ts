@@ -30,7 +30,7 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
   const state = stateOperations(shared);
   const decisions = decisionOperations(shared);
   const history = historyOperations(shared);
-  const pruning = pruneOperations(shared, {
+  const { finishPrune, ...pruning } = pruneOperations(shared, {
     signer: options.checkpointSigner,
     publicKey: options.checkpointPublicKey,
   });
@@ -56,7 +56,7 @@ export function createGatehouse(options: GatehouseOptions): Gatehouse {
     ...erasureOperations(shared),
     // After `history`: a pruned chain verifies from its checkpoint.
     ...pruning,
-    ...retentionOperations(shared, pruning),
+    ...retentionOperations(shared, { ...pruning, finishPrune }),
     ...legalHoldOperations(shared),
   };
 }

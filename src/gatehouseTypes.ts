@@ -113,8 +113,15 @@ export interface RetentionReport {
   tenant_id: string;
   /** Values erased for `values_after`: events, fields, and the seq of each erasure event. */
   erased: { events: number; fields: number; erasures: number[] };
+  /**
+   * Current state items whose last write is older than `values_after`, cleared as an erasure
+   * clears a session's: how many, and the seq of each `erasure.completed` event naming them.
+   */
+  erased_items: { items: number; erasures: number[] };
   /** The prune for `history_after`, or null. */
   pruned: PruneReport | null;
+  /** Events of an earlier prune whose deletion had been cut short (the process stopped), deleted now. */
+  finished_prune: number;
   /** Why the prune was refused, or null. */
   problem: string | null;
 }
@@ -306,6 +313,16 @@ export interface Gatehouse {
    * the tags (the subject is personal data too).
    */
   eraseSubject(input: EraseSubjectInput, ctx?: CallContext): Promise<SubjectErasureReport>;
+  /**
+   * Which of these sessions were erased (an `erasure.completed` event of the session) at or after
+   * `since`: what a kept copy of an answer (the HTTP `Idempotency-Key` store) asks before it is
+   * replayed. Unknown sessions are simply not erased.
+   * @throws {GatehouseError} `invalid_request` when `since` is not an ISO 8601 time.
+   */
+  erasedSessionsSince(
+    input: { session_ids: readonly string[]; since: string },
+    ctx?: CallContext,
+  ): Promise<string[]>;
   /** Tags a session with a pseudonymous subject (replacing its tag), for {@link eraseSubject}. */
   tagSession(input: TagSessionInput, ctx?: CallContext): Promise<SessionTag>;
 

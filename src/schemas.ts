@@ -412,7 +412,11 @@ export const VerifyResultSchema = z.object({
   erased_fields: z.number().int(),
   /** The erased fields: the event's seq and the field's JSON Pointer into its data. */
   erased: z.array(z.object({ seq: z.number().int(), path: z.string() })),
-  /** Set when the chain's prefix was pruned: it starts after this seq, at a signed checkpoint. */
+  /**
+   * Set when the chain's prefix was pruned: the seq of the signed checkpoint it was verified
+   * from. Events at or below it still stored (a prune's deletion cut short) are verified with
+   * the chain and counted in `checked`.
+   */
   pruned_through: z.number().int().optional(),
 });
 export type VerifyResult = z.infer<typeof VerifyResultSchema>;

@@ -135,6 +135,13 @@ export interface StoredApiKey extends ApiKey {
   hash: string;
 }
 
+/** A current state item that retention clears: where it is, and the version it was listed at. */
+export interface ExpiredItem {
+  session_id: string;
+  key: string;
+  version: number;
+}
+
 /** The chain head of a tenant: the last seq and hash. */
 export interface ChainHead {
   seq: number;
@@ -282,6 +289,11 @@ export interface StoreTx extends StoreReader, PolicyWriter {
   listSubjectSessions(tenantId: string, subject: string): Promise<string[]>;
   /** Deletes a subject's tags. */
   deleteSubject(tenantId: string, subject: string): Promise<void>;
+  /**
+   * Which of these sessions (at most 100) have an `erasure.completed` event at or after `since`
+   * (ISO 8601).
+   */
+  erasedSessionsSince(tenantId: string, sessionIds: readonly string[], since: string): Promise<string[]>;
   /** Pending deliveries of a session's events, by delivery ID. */
   listSessionPendingDeliveries(tenantId: string, sessionId: string): Promise<string[]>;
   /**
@@ -302,13 +314,34 @@ export interface StoreTx extends StoreReader, PolicyWriter {
   firstEventSeq(tenantId: string): Promise<number | null>;
   /**
    * Deletes a tenant's events through `seq`, their values and their deliveries. The events table
-   * refuses it unless a checkpoint of the tenant at or beyond `seq` is stored.
+   * refuses it unless a checkpoint of the tenant at or beyond `seq` is stored. The core calls it
+   * once per batch (pruneOperations.ts), so `seq` bounds a few hundred events.
    */
   pruneEvents(tenantId: string, seq: number): Promise<void>;
+  /**
+   * The `through_seq` of the tenant's latest prune (its `retention.pruned` event), or null: the
+   * events through it are pruned, whether or not their deletion has finished.
+   */
+  prunedThrough(tenantId: string): Promise<number | null>;
   /** Events older than `before` whose values are kept, oldest first, at most `limit`. */
   listExpiredValues(tenantId: string, before: string, limit: number): Promise<SessionValues[]>;
   /** Erases the values of these events (their rows keep `erasedBy`, the erasure event's seq). */
   expireValues(tenantId: string, seqs: readonly number[], erasedBy: number): Promise<void>;
+  /**
+   * Current state items, not erased, whose current version was written before `before`, but of
+   * held sessions: at most `limit`, in `(session_id, key)` order after `after`.
+   */
+  listExpiredItems(
+    tenantId: string,
+    before: string,
+    after: { session_id: string; key: string },
+    limit: number,
+  ): Promise<ExpiredItem[]>;
+  /**
+   * Clears these items as {@link eraseSession} clears a session's: every version's value and
+   * metadata, the item reading `erased`. An item written since it was listed is left alone.
+   */
+  expireItems(tenantId: string, items: readonly ExpiredItem[]): Promise<void>;
   /** The tenant's retention set with `PUT /v1/retention` (JSON of its settings), or null. */
   getRetention(
     tenantId: string,

@@ -32,6 +32,11 @@ export interface ServeConfig extends ServiceConfig {
   checkpointKeys?: Pick<GatehouseOptions, 'checkpointSigner' | 'checkpointPublicKey'>;
   /** Minutes between retention runs; 0: none. @default 60 (env GATEHOUSE_RETENTION_INTERVAL) */
   retentionIntervalMinutes?: number;
+  /**
+   * Where scheduled retention writes each prune's checkpoint, `<tenant>-<seq>.json`.
+   * @default .gatehouse/checkpoints (env GATEHOUSE_CHECKPOINT_DIR)
+   */
+  checkpointDir?: string;
   /** @default 127.0.0.1 (env GATEHOUSE_HOST) */
   host: string;
   /** @default 8787 (env GATEHOUSE_PORT) */

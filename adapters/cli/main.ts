@@ -36,7 +36,7 @@ import { list, listOfChoices, readServeConfig, readServiceConfig, readStoreConfi
 import { CLOSED_PIPE_STATUS, errorMessage, isClosedPipe, stopWhenReaderGoes } from './errorOutput.js';
 import { openGatehouse, openStore, policyOriginOf } from './openService.js';
 import { registerPolicyCommands } from './policyCommands.js';
-import { registerRetentionCommand } from './retentionCommand.js';
+import { checkpointDirOf, registerRetentionCommand } from './retentionCommand.js';
 import { banner, startService } from './serve.js';
 import { startTelemetry } from './telemetry.js';
 
@@ -105,6 +105,10 @@ serve
     '--retention-interval <minutes>',
     "minutes between runs of each tenant's policy retention: (env GATEHOUSE_RETENTION_INTERVAL; default 60, 0 = off)",
   )
+  .option(
+    '--checkpoint-dir <dir>',
+    'where scheduled retention writes the checkpoint of each prune (env GATEHOUSE_CHECKPOINT_DIR; default .gatehouse/checkpoints)',
+  )
   .option('--allow-insecure-loopback-webhooks', 'DEVELOPMENT ONLY: allow http:// webhooks to loopback')
   .option('--no-ui', 'do not serve the web console at /ui/ (env GATEHOUSE_UI=0)')
   .option(
@@ -132,6 +136,7 @@ serve
       ...readServeConfig(flags),
       checkpointKeys: readCheckpointKeys(flags),
       retentionIntervalMinutes: interval,
+      checkpointDir: checkpointDirOf(flags.checkpointDir),
     };
     const log = pino({ level: config.logLevel }, pino.destination(2));
     // Before the service: the SDK must be registered before anything takes a meter.

@@ -5,9 +5,31 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
+import type { Checkpoint } from '../../src/index.js';
 import { checkpointKeyOptions, readCheckpointKeys } from './checkpointCommands.js';
 import { readServiceConfig } from './config.js';
 import { openGatehouse } from './openService.js';
+
+/** Where checkpoints of retention's prunes go unless told otherwise. */
+export const DEFAULT_CHECKPOINT_DIR = '.gatehouse/checkpoints';
+
+/** `--checkpoint-dir`, else env GATEHOUSE_CHECKPOINT_DIR, else {@link DEFAULT_CHECKPOINT_DIR}. */
+export function checkpointDirOf(flag: unknown): string {
+  return typeof flag === 'string' && flag !== ''
+    ? flag
+    : process.env['GATEHOUSE_CHECKPOINT_DIR'] || DEFAULT_CHECKPOINT_DIR;
+}
+
+/**
+ * Writes a prune's checkpoint to `dir/<tenant>-<seq>.json` (the directory made if missing).
+ * @returns the file's path
+ */
+export function writeCheckpointFile(dir: string, checkpoint: Checkpoint): string {
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${checkpoint.tenant_id}-${checkpoint.seq}.json`);
+  writeFileSync(file, `${JSON.stringify(checkpoint, null, 2)}\n`);
+  return file;
+}
 
 /** Registers `retention run`. */
 export function registerRetentionCommand(
@@ -20,7 +42,10 @@ export function registerRetentionCommand(
       'erase values older than values_after and prune history older than history_after (behind a signed checkpoint), per tenant',
     )
     .option('--tenant <id>', 'only this tenant (default: every tenant)')
-    .option('--checkpoint-dir <dir>', 'where to write the checkpoint of each prune', '.gatehouse/checkpoints')
+    .option(
+      '--checkpoint-dir <dir>',
+      `where to write the checkpoint of each prune (env GATEHOUSE_CHECKPOINT_DIR; default ${DEFAULT_CHECKPOINT_DIR})`,
+    )
     .option('--json', 'one JSON line per tenant')
     .action(async (flags) => {
       const gatehouse = await openGatehouse(readServiceConfig(flags), readCheckpointKeys(flags));
@@ -29,16 +54,18 @@ export function registerRetentionCommand(
         let ok = true;
         for (const tenantId of tenants) {
           const r = await gatehouse.runRetention({ tenantId, actor: 'cli' });
-          if (r.pruned) {
-            mkdirSync(flags.checkpointDir as string, { recursive: true });
-            const file = join(flags.checkpointDir as string, `${tenantId}-${r.pruned.checkpoint.seq}.json`);
-            writeFileSync(file, `${JSON.stringify(r.pruned.checkpoint, null, 2)}\n`);
-          }
+          if (r.pruned) writeCheckpointFile(checkpointDirOf(flags.checkpointDir), r.pruned.checkpoint);
           ok &&= r.problem === null;
           process.stdout.write(
             flags.json
               ? `${JSON.stringify(r)}\n`
-              : `tenant ${tenantId}: erased ${r.erased.fields} field(s) of ${r.erased.events} event(s)${
+              : `tenant ${tenantId}: ${
+                  r.finished_prune > 0
+                    ? `finished an earlier prune (${r.finished_prune} event(s) deleted), `
+                    : ''
+                }erased ${r.erased.fields} field(s) of ${r.erased.events} event(s)${
+                  r.erased_items.items > 0 ? `, cleared ${r.erased_items.items} state item(s)` : ''
+                }${
                   r.pruned
                     ? `, pruned events ${r.pruned.from_seq}-${r.pruned.through_seq} behind checkpoint ${r.pruned.checkpoint.hash}`
                     : ''

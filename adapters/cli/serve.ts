@@ -7,6 +7,7 @@ import Keyv from 'keyv';
 import pino, { type Logger } from 'pino';
 import { parse as parseYaml } from 'yaml';
 import {
+  type Checkpoint,
   createFirstApiKey,
   createIdGenerator,
   createTokenAuthenticator,
@@ -34,6 +35,7 @@ import {
 } from '../webhooks/index.js';
 import type { ServeConfig } from './config.js';
 import { describeStore, loadPolicy, openGatehouse, policyOriginOf } from './openService.js';
+import { checkpointDirOf, writeCheckpointFile } from './retentionCommand.js';
 
 /** A running service, for tests and embedding. */
 export interface RunningService {
@@ -42,6 +44,8 @@ export interface RunningService {
   /** The admin key created on first start (undefined when keys already existed). */
   bootstrapKey: string | undefined;
   reloadPolicy(): Promise<boolean>;
+  /** Runs every tenant's retention now (after a run in progress), as the schedule does; none when it is off. */
+  runRetention(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -201,6 +205,16 @@ export async function startService(
   });
   dispatcher.start();
 
+  const checkpointDir = checkpointDirOf(config.checkpointDir);
+  /** The prune happened and its checkpoint is stored: a file that cannot be written is logged with it. */
+  const keepCheckpoint = (checkpoint: Checkpoint) => {
+    try {
+      const file = writeCheckpointFile(checkpointDir, checkpoint);
+      log.info({ file, tenantId: checkpoint.tenant_id, seq: checkpoint.seq }, 'checkpoint written');
+    } catch (err) {
+      log.error({ err, checkpoint }, 'checkpoint file not written: keep this checkpoint elsewhere');
+    }
+  };
   const retention =
     config.retentionIntervalMinutes === 0
       ? undefined
@@ -208,7 +222,10 @@ export async function startService(
           gatehouse,
           intervalMs: (config.retentionIntervalMinutes ?? 60) * 60_000,
           onError: (err, tenantId) => log.error({ err, tenantId }, 'retention run failed'),
-          onReport: (report) => log.info({ retention: report }, 'retention run'),
+          onReport: (report) => {
+            log.info({ retention: report }, 'retention run');
+            if (report.pruned) keepCheckpoint(report.pruned.checkpoint);
+          },
         });
 
   async function reloadPolicy(): Promise<boolean> {
@@ -238,6 +255,7 @@ export async function startService(
     gatehouse,
     bootstrapKey,
     reloadPolicy,
+    runRetention: async () => retention?.runNow(),
     close() {
       closed ??= (async () => {
         watcher?.close();

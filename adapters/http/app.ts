@@ -168,6 +168,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
           }),
         ttlMs: options.idempotency?.ttlMs,
         maxResponseBytes: options.idempotency?.maxResponseBytes,
+        onError: (err) =>
+          options.logger?.warn({ err }, 'idempotency store: tombstone of an erased session not written'),
       }),
       metrics,
       logger: options.logger,

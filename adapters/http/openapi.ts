@@ -116,7 +116,7 @@ function operation(operationId: string, route: ApiRoute, inputs: Map<z.ZodType, 
       in: 'header',
       required: false,
       description:
-        'Replays the first answer to a repeated key (24 h); a different body under it is refused. An answer that was not kept (a 5xx, or too large) carries `Idempotency-Status: not-stored`: a retry with the key runs again.',
+        'Replays the first answer to a repeated key (24 h); a different body under it is refused. An answer that was not kept (a 5xx, or too large) carries `Idempotency-Status: not-stored`: a retry with the key runs again. A kept answer that held data of a session erased since is not replayed: the retry is answered `response_erased` (409).',
       schema: { type: 'string', minLength: 1, maxLength: 255 },
     });
   }

@@ -363,6 +363,7 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
             return incoming.signal;
           },
         });
+        if (route.erases) await idempotency.forget(principal.tenantId, route.erases(result));
         const reply = jsonReply(route.statusOf ? route.statusOf(result) : defaultStatus(route), result);
         if (route.responseHeaders) Object.assign(reply.headers, route.responseHeaders(result));
         return reply;
@@ -375,9 +376,20 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
     };
     const key = route.method === 'POST' ? incoming.header('idempotency-key') : undefined;
     if (key === undefined) return run();
+    const named = (body as { session_id?: unknown } | undefined)?.session_id;
     // The tenant is part of the scope: a token whose claim picks the tenant has one key ID in each,
     // and a request in one tenant must never be answered with another tenant's stored response.
-    return idempotency(`${principal.keyId}:${principal.tenantId}:POST:${incoming.path}`, key, text, run);
+    return idempotency(`${principal.keyId}:${principal.tenantId}:POST:${incoming.path}`, key, text, run, {
+      tenantId: principal.tenantId,
+      sessions: typeof named === 'string' ? [named] : [],
+      erasedSince: route.erases
+        ? null
+        : (ids, since) =>
+            gatehouse.erasedSessionsSince(
+              { session_ids: ids, since: new Date(since).toISOString() },
+              context,
+            ),
+    });
   }
 
   async function dispatch(

@@ -16,6 +16,7 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   method_not_allowed: 405,
   version_conflict: 409,
   already_recorded: 409,
+  response_erased: 409,
   precondition_failed: 412,
   precondition_required: 428,
   payload_too_large: 413,
@@ -34,6 +35,7 @@ const TITLES: Readonly<Record<ErrorCode, string>> = {
   method_not_allowed: 'Method not allowed',
   version_conflict: 'Version conflict',
   already_recorded: 'Already recorded',
+  response_erased: 'Kept response erased',
   precondition_failed: 'Precondition failed',
   precondition_required: 'Precondition required',
   payload_too_large: 'Payload too large',
@@ -55,6 +57,8 @@ export const PROBLEM_DESCRIPTIONS: Readonly<Record<ErrorCode, string>> = {
   version_conflict:
     '`expected_version` did not match the current version, or the conflict is already resolved.',
   already_recorded: 'The decision already has an outcome; an outcome is recorded once.',
+  response_erased:
+    'The response kept for this `Idempotency-Key` held data of a session that was erased after it was kept, so it is not replayed (and is deleted). Read the session again before deciding to resend the request, with a new key.',
   precondition_failed:
     '`If-Match` names a policy revision that is no longer the active one: read `GET /v1/policy` again and retry.',
   precondition_required:

@@ -76,6 +76,12 @@ export interface ApiRoute<
   statusOf?(body: z.output<R>): SuccessStatus;
   /** Error codes the operation itself produces, besides auth, scope, limits and validation. */
   errors: readonly ErrorCode[];
+  /**
+   * The sessions this operation erased, read off its answer. Entries of the `Idempotency-Key`
+   * store kept for requests naming them are deleted at once, and this route's own answers are
+   * replayed without the erasure check (they hold no erased content).
+   */
+  erases?(body: z.output<R>): readonly string[];
   /** Calls the core: adapters translate, the core decides. */
   handle(call: RouteCall<z.output<P>, z.output<Q>>): Promise<z.output<R>>;
 }

@@ -378,6 +378,7 @@ export const API_ROUTES = {
       },
     },
     errors: [],
+    erases: (report) => (report.dry_run ? [] : [report.session_id]),
     handle: ({ gatehouse, body, context }) => gatehouse.eraseSession(body as never, context),
   }),
   eraseSubject: defineRoute({
@@ -393,6 +394,7 @@ export const API_ROUTES = {
       statuses: { 200: 'One erasure report per tagged session.' },
     },
     errors: [],
+    erases: (report) => (report.dry_run ? [] : report.sessions.map((s) => s.session_id)),
     handle: ({ gatehouse, body, context }) => gatehouse.eraseSubject(body as never, context),
   }),
   tagSession: defineRoute({

@@ -38,7 +38,18 @@ export const latestCheckpoint = `SELECT ${COLUMNS} FROM checkpoints WHERE tenant
 export const eventAt = 'SELECT hash, occurred_at FROM events WHERE tenant_id = ? AND seq = ?';
 export const firstEventSeq = 'SELECT seq FROM events WHERE tenant_id = ? ORDER BY seq LIMIT 1';
 
-/** The deletes of a prefix (through `seq`): its deliveries, its values, then its events. */
+/**
+ * The through_seq of a tenant's latest prune (its `retention.pruned` event, always kept: only a
+ * later prune can delete it, and that one appends its own). The type index holds every type but
+ * gate_evaluation (migrations 4 and 6): the query says so, or SQLite does not use it.
+ */
+export const latestPrune = `SELECT data FROM events WHERE tenant_id = ? AND type = 'retention.pruned'
+  AND type <> 'gate_evaluation' ORDER BY seq DESC LIMIT 1`;
+
+/**
+ * The deletes of a prefix (through `seq`): its deliveries, its values, then its events. The core
+ * bounds each call to one batch of still-present events, so each delete is small.
+ */
 export function pruneThrough(tenantId: string, seq: number): Statement[] {
   return [
     {
@@ -78,6 +89,40 @@ export function expireValues(tenantId: string, seqs: readonly number[], erasedBy
       AND seq IN (${seqs.map(() => '?').join(', ')})`,
     args: [erasedBy, tenantId, ...seqs],
   };
+}
+
+/**
+ * Current state items, not erased, whose current version was written before a time, after a
+ * `(session_id, key)` cursor, in that order, but of held sessions: what `values_after` clears.
+ */
+export const expiredItems = `SELECT i.session_id AS session_id, i.key AS key, i.version AS version FROM state_items i
+  JOIN state_versions v ON v.tenant_id = i.tenant_id AND v.session_id = i.session_id AND v.key = i.key
+    AND v.version = i.version
+  WHERE i.tenant_id = ? AND i.status <> 'erased' AND v.updated_at < ?
+  AND (i.session_id > ? OR (i.session_id = ? AND i.key > ?))
+  AND i.session_id NOT IN (SELECT session_id FROM legal_holds WHERE tenant_id = ? AND session_id IS NOT NULL)
+  ORDER BY i.session_id, i.key LIMIT ?`;
+
+/**
+ * Clears items as an erasure does (every version's value and metadata; the item reads
+ * `erased`), each only at the version it was listed at: a newer write is kept.
+ */
+export function expireItems(
+  tenantId: string,
+  items: ReadonlyArray<{ session_id: string; key: string; version: number }>,
+): Statement[] {
+  return items.flatMap((i) => [
+    {
+      sql: `UPDATE state_versions SET value = '', metadata = '{}' WHERE tenant_id = ? AND session_id = ? AND key = ?
+        AND version <= ? AND EXISTS (SELECT 1 FROM state_items c WHERE c.tenant_id = ? AND c.session_id = ?
+        AND c.key = ? AND c.version = ?)`,
+      args: [tenantId, i.session_id, i.key, i.version, tenantId, i.session_id, i.key, i.version],
+    },
+    {
+      sql: `UPDATE state_items SET status = 'erased' WHERE tenant_id = ? AND session_id = ? AND key = ? AND version = ?`,
+      args: [tenantId, i.session_id, i.key, i.version],
+    },
+  ]);
 }
 
 /** The newest event older than a time. */

@@ -246,6 +246,15 @@ export function eraseSession(
   ];
 }
 
+/**
+ * Which of `count` sessions were erased at or after a time. The session-and-type index holds
+ * every type but gate_evaluation (migration 4): the query says so, or SQLite does not use it.
+ */
+export const erasedSessionsSince = (count: number): string =>
+  `SELECT DISTINCT session_id FROM events WHERE tenant_id = ? AND type = 'erasure.completed'
+  AND type <> 'gate_evaluation' AND session_id IN (${Array.from({ length: count }, () => '?').join(', ')})
+  AND occurred_at >= ?`;
+
 /** A session's subject tag, replacing the one it had. */
 export const tagSession = `INSERT INTO session_subjects (tenant_id, session_id, subject, tagged_at) VALUES (?, ?, ?, ?)
   ON CONFLICT (tenant_id, session_id) DO UPDATE SET subject = excluded.subject, tagged_at = excluded.tagged_at`;

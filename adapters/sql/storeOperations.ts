@@ -187,6 +187,11 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
     async deleteSubject(t, subject) {
       await write([{ sql: sql.deleteSubject, args: [t, subject] }]);
     },
+    async erasedSessionsSince(t, sessionIds, since) {
+      if (sessionIds.length === 0) return [];
+      const rows = await db.rows(sql.erasedSessionsSince(sessionIds.length), [t, ...sessionIds, since]);
+      return rows.map((r) => str(r[0]));
+    },
     async listSessionPendingDeliveries(t, s) {
       return (await db.rows(sql.listSessionPendingDeliveries, [t, t, s])).map((r) => str(r[0]));
     },
@@ -226,6 +231,10 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
     async pruneEvents(t, seq) {
       await write(prune.pruneThrough(t, seq));
     },
+    async prunedThrough(t) {
+      const r = await db.get(prune.latestPrune, [t]);
+      return r ? num(json<{ through_seq: unknown }>(r['data']).through_seq) : null;
+    },
     async listExpiredValues(t, before, limit) {
       return (await db.all(prune.expiredValues, [t, before, limit])).map((r) => ({
         seq: num(r['seq']),
@@ -235,6 +244,25 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
     },
     async expireValues(t, seqs, erasedBy) {
       if (seqs.length > 0) await write([prune.expireValues(t, seqs, erasedBy)]);
+    },
+    async listExpiredItems(t, before, after, limit) {
+      const rows = await db.all(prune.expiredItems, [
+        t,
+        before,
+        after.session_id,
+        after.session_id,
+        after.key,
+        t,
+        limit,
+      ]);
+      return rows.map((r) => ({
+        session_id: str(r['session_id']),
+        key: str(r['key']),
+        version: num(r['version']),
+      }));
+    },
+    async expireItems(t, items) {
+      if (items.length > 0) await write(prune.expireItems(t, items));
     },
     async getRetention(t) {
       const r = await db.get(holds.getRetention, [t]);

@@ -307,6 +307,10 @@ class SqliteStoreImpl implements SqliteStore {
         this.#forgetSession(t, s);
         return tx.eraseSession(t, s, options);
       },
+      expireItems: (t, items) => {
+        for (const i of items) this.#forgetSession(t, i.session_id);
+        return tx.expireItems(t, items);
+      },
     };
   }
 

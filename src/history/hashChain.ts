@@ -89,7 +89,8 @@ export interface ChainAnchor {
  *
  * With an `anchor` (a checkpoint whose signature the caller has verified), a chain whose prefix
  * through `anchor.seq` was pruned starts there: its first event must link to `anchor.hash`. A
- * chain that still holds that prefix must pass through the anchor's hash at its seq.
+ * chain that still holds that prefix, whole or in part (a prune's deletion cut short), must pass
+ * through the anchor's hash at its seq.
  */
 export async function verifyChain(
   tenantId: string,
@@ -116,15 +117,18 @@ export async function verifyChain(
     verified_fields: verifiedFields,
     erased_fields: erased.length,
     erased,
-    ...(firstSeq > 1 ? { pruned_through: firstSeq - 1 } : {}),
+    ...(firstSeq > 1 ? { pruned_through: anchor?.seq ?? firstSeq - 1 } : {}),
   });
   for await (const page of pages) {
     for (const event of page) {
       const fail = (problem: string): VerifyResult => result(false, event.seq, problem);
       if (!started) {
         started = true;
-        if (anchor !== undefined && event.seq === anchor.seq + 1 && event.seq > 1) {
-          prev = anchor.hash;
+        if (anchor !== undefined && event.seq > 1 && event.seq <= anchor.seq + 1) {
+          // A prune whose deletion was cut short leaves events at or below the checkpoint: they
+          // are checked as part of the chain, which must pass through the checkpoint's hash at
+          // its seq (below), so the first one's link to what went before needs no other proof.
+          prev = event.seq === anchor.seq + 1 ? anchor.hash : event.prev_hash;
           expectedSeq = event.seq;
           firstSeq = event.seq;
         } else if (event.seq !== 1) {

@@ -5,6 +5,7 @@
  * tampering and webhook receivers can erase their copies. See docs/data-lifecycle.md.
  */
 import { callerIdentity, IN_PROCESS_CALLER } from '../approvals/approverCheck.js';
+import { GatehouseError } from '../errors.js';
 import type { CallContext, Gatehouse } from '../gatehouseTypes.js';
 import {
   type Approval,
@@ -19,6 +20,9 @@ import type { EventDraft } from './appendEvents.js';
 import { expireApproval } from './heldDecisions.js';
 import { enforceHolds, holdsOnSession } from './legalHolds.js';
 import type { OperationContext } from './operationContext.js';
+
+/** Sessions one erasure lookup asks the store about. */
+const SESSIONS_PER_QUERY = 100;
 
 /** Most approvals of one status an erasure reads for a session. */
 const APPROVALS_LIMIT = 500;
@@ -39,7 +43,7 @@ interface SessionErasure {
 /** Erasure, and the subject tags it works by. */
 export function erasureOperations(
   shared: OperationContext,
-): Pick<Gatehouse, 'eraseSession' | 'eraseSubject' | 'tagSession'> {
+): Pick<Gatehouse, 'eraseSession' | 'eraseSubject' | 'tagSession' | 'erasedSessionsSince'> {
   const { store, tenantOf } = shared;
   const requester = (ctx?: CallContext) => callerIdentity(ctx) ?? ctx?.actor ?? IN_PROCESS_CALLER;
   return {
@@ -91,6 +95,24 @@ export function erasureOperations(
       });
       if (!dryRun) await store.scrub?.();
       return result;
+    },
+
+    async erasedSessionsSince(input, ctx) {
+      const since = Date.parse(input.since);
+      if (Number.isNaN(since)) {
+        throw new GatehouseError('invalid_request', `since must be an ISO 8601 time, not '${input.since}'.`);
+      }
+      const tenantId = tenantOf(ctx);
+      const ids = [...new Set(input.session_ids.filter((s) => typeof s === 'string' && s !== ''))];
+      if (ids.length === 0) return [];
+      const at = new Date(since).toISOString();
+      return store.transaction(async (tx) => {
+        const erased: string[] = [];
+        for (let i = 0; i < ids.length; i += SESSIONS_PER_QUERY) {
+          erased.push(...(await tx.erasedSessionsSince(tenantId, ids.slice(i, i + SESSIONS_PER_QUERY), at)));
+        }
+        return erased;
+      });
     },
 
     async tagSession(rawInput, ctx) {

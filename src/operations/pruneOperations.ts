@@ -1,11 +1,15 @@
 /**
  * Pruning a prefix of a tenant's chain behind a signed checkpoint, and verifying a chain that
- * starts at one. A prune stores the checkpoint (the events table lets an event go only when one
- * at or beyond its seq is stored), appends a `retention.pruned` event naming the range and the
- * checkpoint, and deletes the prefix's events, values and deliveries, in one transaction. See
- * docs/data-lifecycle.md.
+ * starts at one. A prune decides in one transaction: it stores the checkpoint (the events table
+ * lets an event go only when one at or beyond its seq is stored) and appends a
+ * `retention.pruned` event naming the range and the checkpoint. It then deletes the prefix's
+ * events, values and deliveries in batches, one transaction each, yielding between them so
+ * decisions are not held behind a large prefix. A deletion cut short (the process stopped) is
+ * finished by the next prune or retention run; until then `verify` checks the events still
+ * present against the checkpoint. See docs/data-lifecycle.md.
  */
 import type { KeyObject } from 'node:crypto';
+import { setImmediate as yieldToOthers } from 'node:timers/promises';
 import { callerIdentity, IN_PROCESS_CALLER } from '../approvals/approverCheck.js';
 import { GatehouseError } from '../errors.js';
 import type { CallContext, Gatehouse } from '../gatehouseTypes.js';
@@ -23,6 +27,8 @@ import { enforceHolds } from './legalHolds.js';
 import type { OperationContext } from './operationContext.js';
 
 const DAY_MS = 86_400_000;
+/** Events one deletion transaction of a prune removes (with their values and deliveries). */
+export const PRUNE_BATCH = 500;
 
 /** The keys checkpoints are signed and verified with. */
 export interface CheckpointKeys {
@@ -32,11 +38,20 @@ export interface CheckpointKeys {
   publicKey?: KeyObject | undefined;
 }
 
+/** The operations of {@link pruneOperations}: the Gatehouse's, and one retention runs. */
+export type PruneOperations = Pick<
+  Gatehouse,
+  'createCheckpoint' | 'pruneHistory' | 'verifyHistory' | 'verifyFromCheckpoint'
+> & {
+  /**
+   * Deletes what the tenant's latest prune covers and is still stored (a deletion cut short),
+   * in batches; the events deleted, 0 when there were none.
+   */
+  finishPrune(tenantId: string): Promise<number>;
+};
+
 /** Checkpoints, pruning, and verification from a checkpoint. */
-export function pruneOperations(
-  shared: OperationContext,
-  keys: CheckpointKeys,
-): Pick<Gatehouse, 'createCheckpoint' | 'pruneHistory' | 'verifyHistory' | 'verifyFromCheckpoint'> {
+export function pruneOperations(shared: OperationContext, keys: CheckpointKeys): PruneOperations {
   const { store, tenantOf } = shared;
   const requester = (ctx?: CallContext) => callerIdentity(ctx) ?? ctx?.actor ?? IN_PROCESS_CALLER;
   const publicKey = keys.publicKey ?? keys.signer?.publicKey;
@@ -48,6 +63,26 @@ export function pruneOperations(
       );
     }
     return keys.signer;
+  };
+
+  const finishPrune = async (tenantId: string): Promise<number> => {
+    let deleted = 0;
+    for (;;) {
+      // Not under the chain-head lock: appends go on while old events are deleted. Each batch
+      // reads where the deletion stands, so two runs at once (or a run after a crash) just share it.
+      const batch = await shared.transaction(async (tx) => {
+        const through = await tx.prunedThrough(tenantId);
+        const first = await tx.firstEventSeq(tenantId);
+        if (through === null || first === null || first > through) return null;
+        const upTo = Math.min(through, first + PRUNE_BATCH - 1);
+        await tx.pruneEvents(tenantId, upTo);
+        return { events: upTo - first + 1, done: upTo === through };
+      });
+      if (batch === null) return deleted;
+      deleted += batch.events;
+      if (batch.done) return deleted;
+      await yieldToOthers();
+    }
   };
 
   /** Verifies the chain from `checkpoint` once its signature verifies with `key`. */
@@ -104,9 +139,21 @@ export function pruneOperations(
       const tenantId = tenantOf(ctx);
       const through = input.through_seq;
       const belowFloor = input.allow_below_floor === true;
-      return shared.tenantTransaction(tenantId, async (tx): Promise<PruneReport> => {
+      // An earlier prune's deletion cut short goes first: the checks below then see only what
+      // is really kept (the first held event, the first event).
+      await finishPrune(tenantId);
+      const report = await shared.tenantTransaction(tenantId, async (tx): Promise<PruneReport> => {
         const head = await tx.lockChainHead(tenantId);
-        const first = await tx.firstEventSeq(tenantId);
+        const pruned = await tx.prunedThrough(tenantId);
+        if (pruned !== null && through <= pruned) {
+          throw new GatehouseError(
+            'invalid_request',
+            `Events through seq ${pruned} are already pruned: prune through a later seq.`,
+          );
+        }
+        // Another run may still be deleting an earlier prune's events: they are not this range.
+        const stored = await tx.firstEventSeq(tenantId);
+        const first = stored === null || pruned === null ? stored : Math.max(stored, pruned + 1);
         const last = await tx.eventAt(tenantId, through);
         if (head === null || first === null || last === null || through < first) {
           throw new GatehouseError(
@@ -165,7 +212,6 @@ export function pruneOperations(
           ],
           ctx,
         );
-        await tx.pruneEvents(tenantId, through);
         return {
           checkpoint,
           ...range,
@@ -173,7 +219,11 @@ export function pruneOperations(
           event: { event_id: event!.event_id, seq: event!.seq },
         };
       });
+      await finishPrune(tenantId);
+      return report;
     },
+
+    finishPrune,
 
     async verifyHistory(ctx) {
       const tenantId = tenantOf(ctx);

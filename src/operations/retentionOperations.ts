@@ -1,7 +1,8 @@
 /**
  * Retention: a tenant's policy says how long values and history are kept (`retention:`); a run
- * erases the values of older events, in bounded batches each with its own `erasure.completed`
- * event (reason `retention`), and prunes older events behind a signed checkpoint. Between
+ * erases the values of older events and clears the current state items last written before the
+ * cut-off, in bounded batches each with its own `erasure.completed` event (reason `retention`),
+ * and prunes older events behind a signed checkpoint. Between
  * batches it yields, so decisions are not held behind it. See docs/data-lifecycle.md.
  */
 import { setImmediate as yieldToOthers } from 'node:timers/promises';
@@ -11,6 +12,7 @@ import { RetentionInputSchema, type RetentionView } from '../history/pruneSchema
 import { parseInput } from '../validation.js';
 import { requesterOf } from './legalHolds.js';
 import type { OperationContext } from './operationContext.js';
+import type { PruneOperations } from './pruneOperations.js';
 
 const DAY_MS = 86_400_000;
 /** Events whose values one batch erases (one transaction, one erasure event). */
@@ -19,7 +21,7 @@ const VALUES_BATCH = 500;
 /** Runs a tenant's retention. */
 export function retentionOperations(
   shared: OperationContext,
-  prune: Pick<Gatehouse, 'pruneHistory'>,
+  prune: Pick<PruneOperations, 'pruneHistory' | 'finishPrune'>,
 ): Pick<Gatehouse, 'runRetention' | 'getRetention' | 'putRetention'> {
   const { tenantOf } = shared;
   /** The tenant's retention: set with the API, else the policy's. */
@@ -83,9 +85,14 @@ export function retentionOperations(
       const report: RetentionReport = {
         tenant_id: tenantId,
         erased: { events: 0, fields: 0, erasures: [] },
+        erased_items: { items: 0, erasures: [] },
         pruned: null,
+        finished_prune: 0,
         problem: null,
       };
+      // A prune already decided (checkpoint stored, event appended) whose deletion was cut short
+      // is finished whatever the settings or holds say now.
+      report.finished_prune = await prune.finishPrune(tenantId);
       if (settings === undefined) return report;
       // Retention never overrides a hold: a tenant hold stops it; a session hold keeps that
       // session's values (the store skips them) and every event from the session's first on.
@@ -144,7 +151,47 @@ export function retentionOperations(
           if (!batch.full) break;
           await yieldToOthers();
         }
-        if (report.erased.events > 0) await shared.store.scrub?.();
+        // The same values live on in the state tables while the item is current: items whose last
+        // write is older than the cut-off are cleared too, a batch per transaction and event.
+        let after = { session_id: '', key: '' };
+        for (;;) {
+          const batch = await shared.tenantTransaction(tenantId, async (tx) => {
+            await tx.lockChainHead(tenantId);
+            const items = await tx.listExpiredItems(tenantId, before, after, VALUES_BATCH);
+            if (items.length === 0) return null;
+            await tx.expireItems(tenantId, items);
+            const [event] = await shared.append(
+              tx,
+              tenantId,
+              [
+                {
+                  type: 'erasure.completed',
+                  session_id: '',
+                  data: {
+                    reason: 'retention',
+                    reference: null,
+                    requested_by: 'retention',
+                    before,
+                    events: 0,
+                    fields: 0,
+                    erased: [],
+                    state_items: items.map((i) => ({ session_id: i.session_id, key: i.key })),
+                  },
+                },
+              ],
+              ctx,
+            );
+            return { items, seq: event!.seq, full: items.length === VALUES_BATCH };
+          });
+          if (batch === null) break;
+          report.erased_items.items += batch.items.length;
+          report.erased_items.erasures.push(batch.seq);
+          if (!batch.full) break;
+          const last = batch.items[batch.items.length - 1]!;
+          after = { session_id: last.session_id, key: last.key };
+          await yieldToOthers();
+        }
+        if (report.erased.events > 0 || report.erased_items.items > 0) await shared.store.scrub?.();
       }
       if (settings.history_after !== undefined) {
         const before = new Date(now - settings.history_after * DAY_MS).toISOString();

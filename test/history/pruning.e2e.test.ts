@@ -179,7 +179,7 @@ describe.each(STORE_TARGETS)('gatehouse prune and verify on $name', (target) => 
     );
     expect(unkeyed.code).toBe(1);
     expect(unkeyed.stdout).toMatch(
-      /erased 2000 field\(s\) of 1000 event\(s\); prune refused: No checkpoint key/,
+      /erased 2000 field\(s\) of 1000 event\(s\), cleared 1 state item\(s\); prune refused: No checkpoint key/,
     );
 
     const run = await gatehouse(
@@ -200,7 +200,8 @@ describe.each(STORE_TARGETS)('gatehouse prune and verify on $name', (target) => 
     );
     expect(existsSync(join(checkpoints, 'default-1000.json'))).toBe(true);
     const verified = await gatehouse('verify', ...db, '--public-key', `${key}.pub`);
-    expect(verified.stdout).toMatch(/ok, 3 events after the checkpoint at seq 1000/);
+    // After the checkpoint: the two value erasures, the state item's, and the prune's event.
+    expect(verified.stdout).toMatch(/ok, 4 events after the checkpoint at seq 1000/);
 
     // The pruned history moves with its checkpoint, and verifies after the move with the key.
     const dump = join(dir, `${target.name}-pruned.jsonl`);
@@ -213,7 +214,7 @@ describe.each(STORE_TARGETS)('gatehouse prune and verify on $name', (target) => 
       '--public-key',
       `${key}.pub`,
     );
-    expect(moved.stdout).toMatch(/chain ok, 3 events after the checkpoint at seq 1000/);
+    expect(moved.stdout).toMatch(/chain ok, 4 events after the checkpoint at seq 1000/);
     expect(moved.code).toBe(0);
   }, 180_000);
 });

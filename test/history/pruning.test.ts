@@ -4,7 +4,9 @@
  * suffix verifies from the stored checkpoint and from a copy kept elsewhere; a suffix rewritten
  * together with the stored checkpoint (re-signed by another key) fails against that copy; the
  * events table refuses a DELETE no checkpoint covers; pruning inside the floor or without a key
- * is refused.
+ * is refused. A prune deletes in batches: when the process stops after the first, the chain still
+ * verifies (the events left at or below the checkpoint are checked against it), a tampered one
+ * among them fails, and the next retention run or prune finishes the deletion.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import {
@@ -19,6 +21,7 @@ import {
   parseCheckpoint,
   type SealedEvent,
   type Store,
+  type StoreTx,
   signCheckpoint,
 } from '../../src/index.js';
 import { STORE_TARGETS, type StoreTarget } from './storeTargets.js';
@@ -72,6 +75,50 @@ async function count(target: StoreTarget, store: Store, sql: string): Promise<nu
 
 async function expectRefused(p: Promise<unknown>, message: RegExp) {
   await expect(p).rejects.toMatchObject({ code: 'invalid_request', message: expect.stringMatching(message) });
+}
+
+/**
+ * The store, but the process "stops" at the `n`th batch delete of a prune: that transaction
+ * fails, and with it the prune, as a crash would leave it (earlier batches committed).
+ */
+function crashingAt(store: Store, n: number): Store {
+  let deletes = 0;
+  const tx = (inner: StoreTx): StoreTx =>
+    new Proxy(inner, {
+      get(target, prop) {
+        if (prop === 'pruneEvents') {
+          return async (t: string, seq: number) => {
+            deletes += 1;
+            if (deletes >= n) throw new Error('simulated crash');
+            return target.pruneEvents(t, seq);
+          };
+        }
+        const v = Reflect.get(target, prop, target);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+  return new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'transaction') {
+        return (fn: (t: StoreTx) => Promise<unknown>, options?: unknown) =>
+          target.transaction((inner) => fn(tx(inner)), options as never);
+      }
+      const v = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+}
+
+/** Changes one stored event behind the store's back (the UPDATE trigger lifted first). */
+async function tamperEvent(target: StoreTarget, store: Store, seq: number) {
+  const lift =
+    target.name === 'sqlite'
+      ? 'DROP TRIGGER IF EXISTS events_no_update;'
+      : 'ALTER TABLE events DISABLE TRIGGER events_no_update_or_delete;';
+  await target.exec(
+    store,
+    `${lift}\nUPDATE events SET occurred_at = '2020-01-01T00:00:00.000Z' WHERE tenant_id = 'default' AND seq = ${seq};`,
+  );
 }
 
 /** Rewrites the kept suffix to link to `forgedHash`, as an attacker with the database could. */
@@ -203,6 +250,87 @@ describe.each(STORE_TARGETS)('pruning behind a signed checkpoint on $name', (tar
         first_bad_seq: 601,
         problem: expect.stringMatching(/does not link to the previous hash/),
       });
+    } finally {
+      await store.close();
+    }
+  }, 120_000);
+
+  it('prunes in batches: cut short after the first, the chain verifies and the next run finishes it', async () => {
+    const signer = loadCheckpointSigner(keyA.privateKey);
+    const w = await world(target, signer);
+    const { store, gh, clock } = w;
+    try {
+      await write1000(w);
+      clock.now = T0 + 200 * DAY;
+      const crashing = createGatehouse({
+        store: crashingAt(store, 2),
+        clock: () => new Date(clock.now),
+        checkpointSigner: signer,
+      });
+      await expect(crashing.pruneHistory({ through_seq: 600 })).rejects.toThrow(/simulated crash/);
+      // Decided (checkpoint and event) and one batch of 500 deleted; 501..600 still stored.
+      expect(await count(target, store, 'SELECT count(*) FROM checkpoints')).toBe(1);
+      expect(await count(target, store, 'SELECT min(seq) FROM events')).toBe(501);
+      expect(await count(target, store, 'SELECT count(*) FROM events')).toBe(501);
+      expect(await count(target, store, 'SELECT count(*) FROM deliveries')).toBe(500);
+      expect(await count(target, store, 'SELECT min(seq) FROM event_values')).toBe(501);
+      const report = (await gh.readHistory({ type: 'retention.pruned' })).events[0]!;
+      expect(report.data).toMatchObject({ from_seq: 1, through_seq: 600, events: 600 });
+      const checkpoint = parseCheckpoint(
+        JSON.stringify(await store.transaction(async (tx) => (await tx.latestCheckpoint('default'))!)),
+      );
+
+      // The events left at or below the checkpoint are verified with the chain, against it.
+      expect(await gh.verifyHistory()).toMatchObject({
+        ok: true,
+        checked: 501,
+        pruned_through: 600,
+        verified_fields: 1000,
+      });
+      const publicA = loadCheckpointPublicKey(keyA.publicKey);
+      expect(await gh.verifyFromCheckpoint({ checkpoint, public_key: publicA })).toMatchObject({
+        ok: true,
+        checked: 501,
+      });
+      // The retention run (no retention set) finishes the deletion.
+      const run = await gh.runRetention();
+      expect(run).toMatchObject({ finished_prune: 100, pruned: null, problem: null });
+      expect(await count(target, store, 'SELECT min(seq) FROM events')).toBe(601);
+      expect(await count(target, store, 'SELECT count(*) FROM deliveries')).toBe(400);
+      expect(await count(target, store, 'SELECT count(*) FROM event_values WHERE seq <= 600')).toBe(0);
+      expect(await gh.verifyHistory()).toMatchObject({ ok: true, checked: 401, pruned_through: 600 });
+      expect((await gh.runRetention()).finished_prune).toBe(0);
+      // A prune at or below the one decided is refused, and says why.
+      await expectRefused(gh.pruneHistory({ through_seq: 600 }), /through seq 600 are already pruned/);
+    } finally {
+      await store.close();
+    }
+  }, 120_000);
+
+  it('a tampered event left below the checkpoint by a cut-short prune fails verify; a later prune finishes the deletion', async () => {
+    const signer = loadCheckpointSigner(keyA.privateKey);
+    const w = await world(target, signer);
+    const { store, gh, clock } = w;
+    try {
+      await write1000(w);
+      clock.now = T0 + 200 * DAY;
+      const crashing = createGatehouse({
+        store: crashingAt(store, 2),
+        clock: () => new Date(clock.now),
+        checkpointSigner: signer,
+      });
+      await expect(crashing.pruneHistory({ through_seq: 600 })).rejects.toThrow(/simulated crash/);
+      await tamperEvent(target, store, 550);
+      expect(await gh.verifyHistory()).toMatchObject({
+        ok: false,
+        first_bad_seq: 550,
+        problem: expect.stringMatching(/was altered/),
+      });
+      // The next prune first deletes what the last one covers, then its own range.
+      const next = await gh.pruneHistory({ through_seq: 700 });
+      expect(next).toMatchObject({ from_seq: 601, through_seq: 700, events: 100 });
+      expect(await count(target, store, 'SELECT min(seq) FROM events')).toBe(701);
+      expect(await gh.verifyHistory()).toMatchObject({ ok: true, pruned_through: 700 });
     } finally {
       await store.close();
     }

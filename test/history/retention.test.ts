@@ -3,7 +3,8 @@
  * PostgreSQL when configured): `values_after` erases the values of older events in batches, each
  * batch an `erasure.completed` (reason `retention`) that verify accepts and reports; `history_after`
  * prunes older events behind a signed checkpoint; a period below the 183-day floor is refused
- * unless lowered explicitly.
+ * unless lowered explicitly. `values_after` also clears current state items last written before
+ * the cut-off (their value lives in the state tables too), but not those of held sessions.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import {
@@ -87,6 +88,73 @@ describe.each(STORE_TARGETS)('retention runs on $name', (target) => {
       expect(second.erased.events).toBe(300);
       expect(second.pruned).toMatchObject({ from_seq: 1, through_seq: 700, events: 700 });
       expect(await gh.verifyHistory()).toMatchObject({ ok: true, pruned_through: 700, erased_fields: 600 });
+    } finally {
+      await store.close();
+    }
+  }, 120_000);
+
+  it('values_after clears state items last written before the cut-off, but held ones, and names them without content', async () => {
+    const store = await target.open(target.place());
+    const clock = { now: T0 };
+    const gh = createGatehouse({
+      store,
+      clock: () => new Date(clock.now),
+      policy: policy('  values_after: 30d\n'),
+    });
+    const write = (session_id: string, key: string, value: string) =>
+      gh.recordState({ session_id, key, value, type: 'fact', source: 'user_input' });
+    try {
+      // Day 0: old items in 600 sessions (two batches), one in a held session.
+      for (let i = 0; i < 600; i += 1)
+        await write(`old-${String(i).padStart(3, '0')}`, 'customer.name', `Old Name ${i}`);
+      await write('held', 'customer.name', 'Held Name');
+      await write('mixed', 'customer.name', 'Mixed Old');
+      await gh.placeHold({ session_id: 'held', reference: 'CASE-1' });
+      // Day 100: a newer write of one item, and a new item beside an old one.
+      clock.now = T0 + 100 * DAY;
+      await write('old-000', 'customer.name', 'Rewritten Name');
+      await write('mixed', 'customer.email', 'new@example.com');
+
+      clock.now = T0 + 110 * DAY;
+      const run = await gh.runRetention();
+      // 599 old items (old-000 was rewritten on day 100) and mixed's old one.
+      expect(run.erased_items.items).toBe(600);
+      expect(run.erased_items.erasures).toHaveLength(2);
+      expect(run.problem).toBeNull();
+      const item = await gh.getItem('old-001', 'customer.name');
+      expect(item).toMatchObject({ status: 'erased', value: '' });
+      expect(await gh.getItem('old-000', 'customer.name')).toMatchObject({ value: 'Rewritten Name' });
+      expect(await gh.getItem('held', 'customer.name')).toMatchObject({ value: 'Held Name' });
+      expect(await gh.getItem('mixed', 'customer.email')).toMatchObject({ value: 'new@example.com' });
+      expect(await gh.getItem('mixed', 'customer.name')).toMatchObject({ status: 'erased' });
+      // No version of a cleared item keeps its value; the rewritten item's old versions stay
+      // until they age with it (its last write is younger).
+      const [left] = await target.query(
+        store,
+        "SELECT count(*) AS n FROM state_versions WHERE value LIKE '%Old Name%' OR value LIKE '%Mixed Old%'",
+      );
+      expect(Number(left!['n'])).toBe(1);
+
+      const events = (await gh.readHistory({ type: 'erasure.completed', order: 'asc' })).events;
+      const itemEvents = events.filter((e) => Array.isArray(e.data['state_items']));
+      expect(itemEvents.map((e) => e.seq)).toEqual(run.erased_items.erasures);
+      expect(itemEvents[0]!.data).toMatchObject({
+        reason: 'retention',
+        requested_by: 'retention',
+        events: 0,
+      });
+      expect(itemEvents[0]!.data['state_items']).toContainEqual({
+        session_id: 'old-001',
+        key: 'customer.name',
+      });
+      expect(JSON.stringify(itemEvents.map((e) => e.data))).not.toMatch(/Old Name|Mixed Old|Held Name/);
+      expect(await gh.verifyHistory()).toMatchObject({ ok: true });
+      // Nothing more to clear; the hold released, the held item goes on the next run.
+      expect((await gh.runRetention()).erased_items.items).toBe(0);
+      const [hold] = (await gh.listHolds()).holds;
+      await gh.releaseHold(hold!.hold_id);
+      expect((await gh.runRetention()).erased_items.items).toBe(1);
+      expect(await gh.getItem('held', 'customer.name')).toMatchObject({ status: 'erased' });
     } finally {
       await store.close();
     }

@@ -561,6 +561,7 @@ describe('error codes', () => {
       method_not_allowed: 405,
       version_conflict: 409,
       already_recorded: 409,
+      response_erased: 409,
       precondition_failed: 412,
       precondition_required: 428,
       payload_too_large: 413,
