@@ -19,6 +19,7 @@ export interface ErasureReport {
   pending_approvals: string[];
   approved_approvals: string[];
   pending_deliveries: string[];
+  legal_holds: Array<{ hold_id: string; reference: string; session_id: string | null }>;
   erasure: { event_id: string; seq: number } | null;
 }
 
@@ -76,6 +77,23 @@ function sessionReport(report: ErasureReport, ctx: PageContext): HTMLElement {
         'Pending webhook deliveries',
         report.pending_deliveries.length
           ? `${plural(report.pending_deliveries.length, 'delivery', 'deliveries')}: they go out with the values erased`
+          : '—',
+      ],
+      [
+        'Legal holds',
+        report.legal_holds.length
+          ? h(
+              'ul',
+              { class: 'plain' },
+              ...report.legal_holds.map((hold) =>
+                h(
+                  'li',
+                  {},
+                  h('strong', { class: 'danger-text' }, hold.reference),
+                  ` (${hold.session_id === null ? 'the whole tenant' : 'this session'}): the erasure will be refused while it is in force`,
+                ),
+              ),
+            )
           : '—',
       ],
     ]),

@@ -575,6 +575,14 @@ export const ErasureReportSchema = z.object({
   approved_approvals: z.array(z.string()),
   /** Pending webhook deliveries of the session's events: they go out with the values erased. */
   pending_deliveries: z.array(z.string()),
+  /**
+   * Legal holds that cover the session (its own and the tenant's): an erasure is refused while
+   * there are any, unless it overrides them (scope admin). A dry run lists them so the refusal is
+   * known before the request.
+   */
+  legal_holds: z.array(
+    z.object({ hold_id: z.string(), reference: z.string(), session_id: z.string().nullable() }),
+  ),
   /** The `erasure.completed` event; null on a dry run. */
   erasure: z.object({ event_id: z.string(), seq: z.number().int() }).nullable(),
 });

@@ -410,6 +410,12 @@ storeOptions(program.command('erase'))
           `approved approvals (expired): ${report.approved_approvals.join(', ') || '-'}\n`,
         );
         process.stdout.write(`pending webhook deliveries: ${report.pending_deliveries.length}\n`);
+        for (const hold of report.legal_holds) {
+          const covers = hold.session_id === null ? 'the whole tenant' : `session ${hold.session_id}`;
+          process.stdout.write(
+            `legal hold ${hold.hold_id} (${hold.reference}) covers ${covers}: ${report.dry_run ? 'the erasure will be refused without --override-hold' : 'overridden'}\n`,
+          );
+        }
         if (report.erasure) {
           process.stdout.write(`erasure.completed: seq ${report.erasure.seq} ${report.erasure.event_id}\n`);
         }

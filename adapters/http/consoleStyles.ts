@@ -130,7 +130,7 @@ ul.plain li + li { margin-top: .15rem; }
 form.confirm { border-color: var(--block); }
 form.confirm > h2:first-child { margin-top: 0; }
 .error .hint { margin-top: .4rem; color: var(--text); }
-label.danger-text { color: var(--block); }
+.danger-text { color: var(--block); }
 #erasure-result:focus { outline: none; }
 .visually-hidden {
   position: absolute; width: 1px; height: 1px; margin: -1px; padding: 0; border: 0; overflow: hidden;

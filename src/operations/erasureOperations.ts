@@ -138,6 +138,7 @@ async function eraseInTransaction(
     tx.listApprovals(tenantId, { session_id: sessionId, status, limit: APPROVALS_LIMIT });
   const pending = await open('pending');
   const approved = await open('approved');
+  const holds = holdsOnSession(await tx.listHolds(tenantId), sessionId);
   const report: ErasureReport = {
     session_id: sessionId,
     dry_run: job.dryRun,
@@ -148,12 +149,13 @@ async function eraseInTransaction(
     pending_approvals: pending.map((a) => a.id),
     approved_approvals: approved.map((a) => a.id),
     pending_deliveries: await tx.listSessionPendingDeliveries(tenantId, sessionId),
+    legal_holds: holds.map((h) => ({ hold_id: h.hold_id, reference: h.reference, session_id: h.session_id })),
     erasure: null,
   };
   if (report.dry_run) return report;
   await enforceHolds(shared, tx, {
     tenantId,
-    covering: holdsOnSession(await tx.listHolds(tenantId), sessionId),
+    covering: holds,
     override: job.overrideHold,
     operation: `erasure of session ${sessionId}`,
     ctx: job.ctx,

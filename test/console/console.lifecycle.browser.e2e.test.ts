@@ -211,6 +211,8 @@ describe.skipIf(!hasChromium)('erasure, retention and legal holds in the console
     await page.getByLabel('Reference (optional)').fill('DSR-8');
     await page.getByRole('button', { name: 'Dry run' }).click();
     await expect.poll(() => result.textContent()).toContain('Nothing has been erased yet');
+    // The dry run already says the hold will refuse it.
+    expect(await result.textContent()).toContain('CASE-7 (this session): the erasure will be refused');
     await page.getByLabel('Type the session ID again').fill('held-1');
     await page.getByRole('button', { name: 'Erase session held-1' }).click();
     const refusal = result.locator('[role="alert"]');

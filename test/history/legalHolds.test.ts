@@ -51,8 +51,13 @@ describe.each(STORE_TARGETS)('legal holds on $name', (target) => {
           'value'
         ],
       ).toBe('v9');
-      // Another session is not covered.
-      expect((await gh.eraseSession({ session_id: 'free', dry_run: true })).fields).toBeGreaterThan(0);
+      // A dry run says the hold will refuse it; another session is not covered.
+      expect((await gh.eraseSession({ session_id: 'held', dry_run: true })).legal_holds).toEqual([
+        { hold_id: hold.hold_id, reference: 'CASE-2026-7', session_id: 'held' },
+      ]);
+      const free = await gh.eraseSession({ session_id: 'free', dry_run: true });
+      expect(free.fields).toBeGreaterThan(0);
+      expect(free.legal_holds).toEqual([]);
 
       clock.now = T0 + 250 * DAY;
       await expect(gh.pruneHistory({ through_seq: 15 })).rejects.toMatchObject({
