@@ -149,11 +149,15 @@ export function fromPointer(pointer: string): string[] {
  */
 export function sealEventData(type: string, data: Record<string, unknown>, salts: SaltSource): SealedData {
   const patterns = SEALED_PATHS.get(type) ?? PRINCIPAL_CONTENT;
-  const found: Array<{ path: (string | number)[]; value: unknown }> = [];
-  for (const pattern of patterns) collect(data, pattern, 0, [], found);
+  const found: Found[] = [];
+  for (const pattern of patterns) collect(data, pattern, 0, [], '', found);
   if (found.length === 0) return { envelope: data, fields: null };
-  const copies = new Map<Json, Json>();
+  const envelope: Record<string, unknown> = { ...data };
+  // Copies of the objects below the top on the way to a field, made once each (most fields are
+  // top-level: `/params`, `/reason`).
+  let copies: Map<Json, Json> | undefined;
   const copyOf = (o: Json): Json => {
+    copies ??= new Map();
     let c = copies.get(o);
     if (c === undefined) {
       c = Array.isArray(o) ? o.slice() : { ...o };
@@ -161,11 +165,10 @@ export function sealEventData(type: string, data: Record<string, unknown>, salts
     }
     return c;
   };
-  const envelope = copyOf(data) as Record<string, unknown>;
   const commitments: Record<string, string> = {};
   const fields: SealedFields = {};
   for (let n = 0; n < found.length; n += 1) {
-    const { path, value } = found[n]!;
+    const { path, pointer, value } = found[n]!;
     let original: Json = data;
     let copy: Json = envelope;
     for (let i = 0; i < path.length - 1; i += 1) {
@@ -178,7 +181,6 @@ export function sealEventData(type: string, data: Record<string, unknown>, salts
     // Left in place as null, so a reader that puts the value back keeps the keys' order.
     (copy as Record<string | number, unknown>)[path[path.length - 1]!] = null;
     const salt = salts();
-    const pointer = toPointer(path);
     commitments[pointer] = commitField(salt, value);
     fields[pointer] = { salt, value };
   }
@@ -186,26 +188,49 @@ export function sealEventData(type: string, data: Record<string, unknown>, salts
   return { envelope, fields };
 }
 
+/** A caller field found in an event's data: where it is (segments and JSON Pointer) and its value. */
+interface Found {
+  path: (string | number)[];
+  pointer: string;
+  value: unknown;
+}
+
+/** One JSON Pointer reference token (RFC 6901 §4): `~` and `/` escaped. */
+const pointerToken = (segment: string): string =>
+  segment.includes('~') || segment.includes('/')
+    ? segment.replaceAll('~', '~0').replaceAll('/', '~1')
+    : segment;
+
 function collect(
   node: unknown,
   pattern: readonly string[],
   at: number,
   path: (string | number)[],
-  out: Array<{ path: (string | number)[]; value: unknown }>,
+  pointer: string,
+  out: Found[],
 ): void {
   if (at === pattern.length) {
-    if (node !== undefined) out.push({ path: [...path], value: node });
+    if (node !== undefined) out.push({ path, pointer, value: node });
     return;
   }
   if (node === null || typeof node !== 'object') return;
   const segment = pattern[at]!;
   if (segment === '*') {
     if (!Array.isArray(node)) return;
-    for (let i = 0; i < node.length; i += 1) collect(node[i], pattern, at + 1, [...path, i], out);
+    for (let i = 0; i < node.length; i += 1) {
+      collect(node[i], pattern, at + 1, [...path, i], `${pointer}/${i}`, out);
+    }
     return;
   }
   if (Array.isArray(node) || !Object.hasOwn(node, segment)) return;
-  collect((node as Record<string, unknown>)[segment], pattern, at + 1, [...path, segment], out);
+  collect(
+    (node as Record<string, unknown>)[segment],
+    pattern,
+    at + 1,
+    [...path, segment],
+    `${pointer}/${pointerToken(segment)}`,
+    out,
+  );
 }
 
 /** The commitments of an envelope (`{pointer: hex}`), or undefined for an event without any. */
