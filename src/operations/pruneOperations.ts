@@ -55,6 +55,8 @@ export function pruneOperations(shared: OperationContext, keys: CheckpointKeys):
   const { store, tenantOf } = shared;
   const requester = (ctx?: CallContext) => callerIdentity(ctx) ?? ctx?.actor ?? IN_PROCESS_CALLER;
   const publicKey = keys.publicKey ?? keys.signer?.publicKey;
+  /** The verification of each tenant's chain in progress. */
+  const verifying = new Map<string, Promise<VerifyResult>>();
   const needSigner = (): CheckpointSigner => {
     if (keys.signer === undefined) {
       throw new GatehouseError(
@@ -225,14 +227,32 @@ export function pruneOperations(shared: OperationContext, keys: CheckpointKeys):
 
     finishPrune,
 
-    async verifyHistory(ctx) {
+    verifyHistory(ctx) {
       const tenantId = tenantOf(ctx);
-      // Only a pruned chain starts at its checkpoint: a whole one verifies from the genesis.
-      const checkpoint = await store.transaction(async (tx) => {
-        const first = await tx.firstEventSeq(tenantId);
-        return first !== null && first > 1 ? tx.latestCheckpoint(tenantId) : null;
-      });
-      return verifyFrom(tenantId, checkpoint, publicKey);
+      // Callers that ask while a verification of the tenant runs share it: it reads the whole
+      // chain, and N callers asking at once must not cost N passes.
+      let running = verifying.get(tenantId);
+      if (running === undefined) {
+        const pass = async () => {
+          // Only a pruned chain starts at its checkpoint: a whole one verifies from the genesis.
+          const checkpoint = await store.transaction(async (tx) => {
+            const first = await tx.firstEventSeq(tenantId);
+            return first !== null && first > 1 ? tx.latestCheckpoint(tenantId) : null;
+          });
+          return { checkpoint, result: await verifyFrom(tenantId, checkpoint, publicKey) };
+        };
+        running = (async () => {
+          const first = await pass();
+          if (first.result.ok) return first.result;
+          // The scan yields between pages: a prune that deleted a prefix meanwhile leaves a gap
+          // that is no tampering. Its checkpoint is new then; verify once more from it.
+          const latest = await store.transaction((tx) => tx.latestCheckpoint(tenantId));
+          if ((latest?.seq ?? null) === (first.checkpoint?.seq ?? null)) return first.result;
+          return (await pass()).result;
+        })().finally(() => verifying.delete(tenantId));
+        verifying.set(tenantId, running);
+      }
+      return running;
     },
 
     async verifyFromCheckpoint(input, ctx) {
