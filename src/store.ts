@@ -287,6 +287,8 @@ export interface StoreTx extends StoreReader, PolicyWriter {
   tagSession(tenantId: string, sessionId: string, subject: string, at: string): Promise<void>;
   /** The sessions tagged with a subject, in ID order. */
   listSubjectSessions(tenantId: string, subject: string): Promise<string[]>;
+  /** A session's subject tag; null when it has none. */
+  sessionSubject(tenantId: string, sessionId: string): Promise<string | null>;
   /** Deletes a subject's tags. */
   deleteSubject(tenantId: string, subject: string): Promise<void>;
   /**

@@ -402,7 +402,7 @@ export const API_ROUTES = {
     path: '/v1/subject-tags',
     tag: 'State',
     summary:
-      'Tag a session with a pseudonymous subject (replacing its tag), so one erasure request covers all its sessions',
+      'Tag a session with a pseudonymous subject, so one erasure request covers all its sessions (moving a tagged session to another subject needs data:erase)',
     scope: 'state:write',
     body: { schema: TagSessionInputSchema, name: 'TagSessionInput' },
     response: { schema: SessionTagSchema, name: 'SessionTag', statuses: { 200: 'The tag.' } },

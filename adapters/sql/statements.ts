@@ -258,6 +258,7 @@ export const erasedSessionsSince = (count: number): string =>
 /** A session's subject tag, replacing the one it had. */
 export const tagSession = `INSERT INTO session_subjects (tenant_id, session_id, subject, tagged_at) VALUES (?, ?, ?, ?)
   ON CONFLICT (tenant_id, session_id) DO UPDATE SET subject = excluded.subject, tagged_at = excluded.tagged_at`;
+export const sessionSubject = 'SELECT subject FROM session_subjects WHERE tenant_id = ? AND session_id = ?';
 export const listSubjectSessions =
   'SELECT session_id FROM session_subjects WHERE tenant_id = ? AND subject = ? ORDER BY session_id';
 export const deleteSubject = 'DELETE FROM session_subjects WHERE tenant_id = ? AND subject = ?';

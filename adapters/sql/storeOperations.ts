@@ -181,6 +181,10 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
     async tagSession(t, s, subject, at) {
       await write([{ sql: sql.tagSession, args: [t, s, subject, at] }]);
     },
+    async sessionSubject(t, s) {
+      const [row] = await db.rows(sql.sessionSubject, [t, s]);
+      return row ? str(row[0]) : null;
+    },
     async listSubjectSessions(t, subject) {
       return (await db.rows(sql.listSubjectSessions, [t, subject])).map((r) => str(r[0]));
     },

@@ -5,6 +5,7 @@
  * tampering and webhook receivers can erase their copies. See docs/data-lifecycle.md.
  */
 import { callerIdentity, IN_PROCESS_CALLER } from '../approvals/approverCheck.js';
+import { hasScope } from '../auth/apiKeys.js';
 import { GatehouseError } from '../errors.js';
 import type { CallContext, Gatehouse } from '../gatehouseTypes.js';
 import {
@@ -119,7 +120,24 @@ export function erasureOperations(
       const input = parseInput(TagSessionInputSchema, rawInput, 'session tag');
       const tenantId = tenantOf(ctx);
       const at = shared.now();
-      await shared.transaction((tx) => tx.tagSession(tenantId, input.session_id, input.subject, at));
+      await shared.transaction(async (tx) => {
+        // The tenant's writers queue here, so two taggers cannot both see the session untagged.
+        await tx.lockChainHead(tenantId);
+        const current = await tx.sessionSubject(tenantId, input.session_id);
+        // Moving a session to another subject takes it out of the first one's erasure requests:
+        // a key that writes state may tag an untagged session, only one that erases may move it.
+        // A caller without scopes is in-process (the CLI), which holds every scope.
+        if (current !== null && current !== input.subject && ctx?.scopes !== undefined) {
+          if (!hasScope({ scopes: ctx.scopes }, 'data:erase')) {
+            throw new GatehouseError(
+              'forbidden',
+              `Session '${input.session_id}' is already tagged with another subject; moving it takes it out of that subject's erasure requests and needs the 'data:erase' scope.`,
+              { requiredScope: 'data:erase' },
+            );
+          }
+        }
+        await tx.tagSession(tenantId, input.session_id, input.subject, at);
+      });
       return { session_id: input.session_id, subject: input.subject, tagged_at: at };
     },
   };

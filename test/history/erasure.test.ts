@@ -365,6 +365,18 @@ describe.each(STORE_TARGETS)('erasure on $name', (target) => {
       });
       await gh.tagSession({ session_id: 'other', subject: 'p-someone-else' });
       await expectRefused(gh.tagSession({ session_id: 'visit-1', subject: 'alice@example.com' }));
+      // An agent's key (state:write) tags sessions, but cannot move one out of a subject's erasure.
+      const agent = { keyId: 'key_agent', scopes: ['state:write' as const] };
+      await expect(gh.tagSession({ session_id: 'visit-2', subject: 'p-decoy' }, agent)).rejects.toMatchObject(
+        {
+          code: 'forbidden',
+          requiredScope: 'data:erase',
+        },
+      );
+      await gh.tagSession({ session_id: 'visit-2', subject }, agent);
+      await gh.tagSession({ session_id: 'visit-3', subject: 'p-new' }, agent);
+      const eraser = { keyId: 'key_dpo', scopes: ['data:erase' as const] };
+      await gh.tagSession({ session_id: 'visit-3', subject: 'p-moved' }, eraser);
 
       const dry = await gh.eraseSubject({ subject, dry_run: true });
       expect(dry.sessions.map((s) => [s.session_id, s.fields])).toEqual([
