@@ -200,27 +200,32 @@ async function eraseInTransaction(
   for (const a of pending) await deny(a);
   for (const a of approved) await expireApproval(tx, tenantId, a, at, drafts);
   // Their events carry no caller content (no comment): nothing of them to erase.
-  await shared.append(tx, tenantId, drafts);
+  await shared.append(tx, tenantId, drafts, job.ctx);
   const head = await tx.lockChainHead(tenantId);
   const seq = (head?.seq ?? 0) + 1;
   await tx.eraseSession(tenantId, sessionId, { erasedBy: seq, at });
-  const [event] = await shared.append(tx, tenantId, [
-    {
-      type: 'erasure.completed',
-      session_id: sessionId,
-      data: {
-        reference: report.reference,
-        requested_by: by,
-        events: report.events.length,
-        fields: report.fields,
-        erased: report.events.map((e) => ({ seq: e.seq, paths: e.paths })),
-        state_items: report.state_items,
-        pending_approvals: report.pending_approvals,
-        approved_approvals: report.approved_approvals,
-        pending_deliveries: report.pending_deliveries.length,
+  const [event] = await shared.append(
+    tx,
+    tenantId,
+    [
+      {
+        type: 'erasure.completed',
+        session_id: sessionId,
+        data: {
+          reference: report.reference,
+          requested_by: by,
+          events: report.events.length,
+          fields: report.fields,
+          erased: report.events.map((e) => ({ seq: e.seq, paths: e.paths })),
+          state_items: report.state_items,
+          pending_approvals: report.pending_approvals,
+          approved_approvals: report.approved_approvals,
+          pending_deliveries: report.pending_deliveries.length,
+        },
       },
-    },
-  ]);
+    ],
+    job.ctx,
+  );
   // The erased rows name this seq: it must be the one the event got.
   if (event!.seq !== seq) throw new Error(`erasure event at seq ${event!.seq}, expected ${seq}`);
   return { ...report, erasure: { event_id: event!.event_id, seq } };

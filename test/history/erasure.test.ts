@@ -383,8 +383,19 @@ describe.each(STORE_TARGETS)('erasure on $name', (target) => {
         ['visit-1', 2],
         ['visit-2', 2],
       ]);
-      const done = await gh.eraseSubject({ subject, reference: 'DSR-8' });
+      const dpo = {
+        keyId: 'key_dpo',
+        scopes: ['data:erase' as const],
+        principal: { kind: 'key' as const, key_id: 'key_dpo' },
+      };
+      const done = await gh.eraseSubject({ subject, reference: 'DSR-8' }, dpo);
       expect(done.sessions.map((s) => s.erasure !== null)).toEqual([true, true]);
+      // Who erased is on the erasure events, as on every event a caller causes.
+      const erasures = await gh.readHistory({ type: 'erasure.completed', limit: 5 });
+      expect(erasures.events.map((e) => e.data['principal'])).toEqual([
+        { kind: 'key', key_id: 'key_dpo' },
+        { kind: 'key', key_id: 'key_dpo' },
+      ]);
 
       const text = JSON.stringify(await gh.readHistory({ limit: 500 }));
       expect(text).not.toContain(`${marker}-visit`);
