@@ -114,6 +114,15 @@ function describeJoseError(error: unknown): GatehouseError {
   return invalid('The token is not a valid signed JWT.', error);
 }
 
+/** An introspection answer (RFC 7662): the token's claims and whether it is active. */
+type IntrospectionPayload = JWTPayload & { active?: unknown };
+
+/** How long an introspection answer is reused at most (a token revoked at the IdP stops within it). */
+const INTROSPECTION_TTL_MS = 30_000;
+
+/** Introspection answers kept at most; the oldest goes first. */
+const INTROSPECTION_CACHE_MAX = 10_000;
+
 interface IssuerRuntime {
   config: IssuerConfig;
   keys(): Promise<ReturnType<typeof createRemoteJWKSet>>;
@@ -257,33 +266,55 @@ export function createTokenAuthenticator(options: TokenAuthenticatorOptions): To
     return principalOf(config, payload);
   }
 
+  /**
+   * Introspection answers by SHA-256 of the token: an active one until its `exp`, at most
+   * {@link INTROSPECTION_TTL_MS}; an inactive one for that long too. Without them every request
+   * with an opaque bearer cost a POST to the IdP, and so did every made-up bearer anyone sent.
+   */
+  const introspected = new Map<string, { payload: IntrospectionPayload | null; until: number }>();
+
+  async function introspectionOf(
+    token: string,
+    spec: NonNullable<IssuerConfig['introspection']>,
+  ): Promise<IntrospectionPayload | null> {
+    const id = createHash('sha256').update(token).digest('hex');
+    const at = now().getTime();
+    const kept = introspected.get(id);
+    if (kept !== undefined && kept.until > at) return kept.payload;
+    let res: Response;
+    try {
+      res = await fetchImpl(spec.endpoint, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          accept: 'application/json',
+          authorization: `Basic ${Buffer.from(`${encodeURIComponent(spec.client_id)}:${encodeURIComponent(spec.client_secret)}`).toString('base64')}`,
+        },
+        body: new URLSearchParams({ token, token_type_hint: 'access_token' }).toString(),
+        signal: AbortSignal.timeout(5000),
+      });
+    } catch (error) {
+      throw new GatehouseError('unavailable', 'The token introspection endpoint could not be reached.', {
+        cause: error,
+      });
+    }
+    if (!res.ok) {
+      throw new GatehouseError('unavailable', `The token introspection endpoint answered ${res.status}.`);
+    }
+    const body = (await res.json()) as IntrospectionPayload;
+    const payload = body.active === true ? body : null;
+    const expires = typeof payload?.exp === 'number' ? payload.exp * 1000 : Number.POSITIVE_INFINITY;
+    if (introspected.size >= INTROSPECTION_CACHE_MAX) introspected.delete(introspected.keys().next().value!);
+    introspected.set(id, { payload, until: Math.min(at + INTROSPECTION_TTL_MS, expires) });
+    return payload;
+  }
+
   async function introspect(token: string, target: TokenTarget): Promise<Principal> {
     const candidates = [...byIssuer.values()].filter((r) => r.config.introspection);
     if (candidates.length === 0) throw invalid('The token is not a JWT and no issuer introspects tokens.');
     for (const { config } of candidates) {
-      const spec = config.introspection!;
-      let res: Response;
-      try {
-        res = await fetchImpl(spec.endpoint, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/x-www-form-urlencoded',
-            accept: 'application/json',
-            authorization: `Basic ${Buffer.from(`${encodeURIComponent(spec.client_id)}:${encodeURIComponent(spec.client_secret)}`).toString('base64')}`,
-          },
-          body: new URLSearchParams({ token, token_type_hint: 'access_token' }).toString(),
-          signal: AbortSignal.timeout(5000),
-        });
-      } catch (error) {
-        throw new GatehouseError('unavailable', 'The token introspection endpoint could not be reached.', {
-          cause: error,
-        });
-      }
-      if (!res.ok) {
-        throw new GatehouseError('unavailable', `The token introspection endpoint answered ${res.status}.`);
-      }
-      const payload = (await res.json()) as JWTPayload & { active?: unknown };
-      if (payload.active !== true) continue;
+      const payload = await introspectionOf(token, config.introspection!);
+      if (payload === null) continue;
       if (payload.iss !== undefined && payload.iss !== config.issuer) continue;
       const seconds = Math.floor(now().getTime() / 1000);
       if (typeof payload.exp === 'number' && payload.exp + config.clock_tolerance_seconds < seconds) {
