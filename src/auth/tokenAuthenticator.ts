@@ -70,9 +70,13 @@ function claimValues(payload: Record<string, unknown>, claim: string): string[] 
   return [];
 }
 
-/** A short, stable, pseudonymous ID of an issuer's subject: used where a key ID is (rate limits, self-approval). */
-function subjectId(iss: string, sub: string): string {
-  return `sub_${createHash('sha256').update(`${iss}\n${sub}`).digest('base64url').slice(0, 22)}`;
+/**
+ * A short, stable, pseudonymous ID of an issuer's subject: used where a key ID is (rate limits,
+ * self-approval, idempotency). A token without `sub` is its client's (`cli_`), so a client and a
+ * user whose `sub` happens to be that client's ID never share one.
+ */
+function subjectId(iss: string, sub: string, kind: 'sub' | 'cli' = 'sub'): string {
+  return `${kind}_${createHash('sha256').update(`${iss}\n${sub}`).digest('base64url').slice(0, 22)}`;
 }
 
 function isScopeClaim(claim: string): boolean {
@@ -182,7 +186,8 @@ export function createTokenAuthenticator(options: TokenAuthenticatorOptions): To
     const claims = payload as Record<string, unknown>;
     const clientId = claims['client_id'] ?? claims['azp'];
     // A client-credentials token's subject is its client (RFC 9068 §2.2); some issuers leave `sub` out.
-    const sub = typeof payload.sub === 'string' && payload.sub !== '' ? payload.sub : clientId;
+    const hasSub = typeof payload.sub === 'string' && payload.sub !== '';
+    const sub = hasSub ? payload.sub : clientId;
     if (typeof sub !== 'string' || sub === '') throw invalid('The token names no subject and no client.');
     let tenantId: string;
     if (issuer.tenant !== undefined) {
@@ -217,7 +222,7 @@ export function createTokenAuthenticator(options: TokenAuthenticatorOptions): To
     const act = (claims['act'] as { sub?: unknown } | undefined)?.sub;
     return {
       tenantId,
-      keyId: subjectId(issuer.issuer, sub),
+      keyId: subjectId(issuer.issuer, sub, hasSub ? 'sub' : 'cli'),
       scopes: [...scopes],
       sources: [...sources],
       labels: [...labels],

@@ -139,3 +139,19 @@ describe('claims', () => {
     expect(listed.json['scopes']).toEqual(['state:read']);
   });
 });
+
+describe('a token without a subject', () => {
+  it("is its client's: a user whose sub is that client's ID is another principal", async () => {
+    const scope = 'gatehouse.read';
+    const client = await call(
+      '/v1/me',
+      await token({ org: 'acme', scope, sub: undefined, client_id: 'svc-7' }),
+    );
+    const user = await call('/v1/me', await token({ org: 'acme', scope, sub: 'svc-7' }));
+    expect(client.status).toBe(200);
+    expect(user.status).toBe(200);
+    expect(client.json['key_id']).toMatch(/^cli_/);
+    expect(user.json['key_id']).toMatch(/^sub_/);
+    expect(client.json['key_id']).not.toBe(user.json['key_id']);
+  });
+});
