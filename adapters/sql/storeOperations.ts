@@ -2,6 +2,7 @@
  * The Store operations both SQL stores share, over an {@link SqlExecutor}: each store adds only
  * what its database does differently (connection, transactions, locks, caches, dump snapshots).
  */
+import { setImmediate as yieldToOthers } from 'node:timers/promises';
 import type {
   ClaimedDelivery,
   DeliveryAttempt,
@@ -506,7 +507,7 @@ export async function* scanEvents(
     const events = page.map(rowToSealedEvent);
     yield events;
     after = events[events.length - 1]!.seq;
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await yieldToOthers();
   }
 }
 

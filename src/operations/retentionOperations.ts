@@ -9,6 +9,7 @@ import { setImmediate as yieldToOthers } from 'node:timers/promises';
 import type { RetentionSettings } from '../gate/index.js';
 import type { Gatehouse, RetentionReport } from '../gatehouseTypes.js';
 import { RetentionInputSchema, type RetentionView } from '../history/pruneSchemas.js';
+import type { StoreTx } from '../store.js';
 import { parseInput } from '../validation.js';
 import { requesterOf } from './legalHolds.js';
 import type { OperationContext } from './operationContext.js';
@@ -108,6 +109,22 @@ export function retentionOperations(
       const now = shared.clock().getTime();
       if (settings.values_after !== undefined) {
         const before = new Date(now - settings.values_after * DAY_MS).toISOString();
+        /** One retention batch's `erasure.completed` event: what went, by seq and path or by item. */
+        const appendRetentionErasure = async (tx: StoreTx, erased: Record<string, unknown>) => {
+          const [event] = await shared.append(
+            tx,
+            tenantId,
+            [
+              {
+                type: 'erasure.completed',
+                session_id: '',
+                data: { reason: 'retention', reference: null, requested_by: 'retention', before, ...erased },
+              },
+            ],
+            ctx,
+          );
+          return event!;
+        };
         for (;;) {
           const batch = await shared.tenantTransaction(tenantId, async (tx) => {
             const head = await tx.lockChainHead(tenantId);
@@ -120,28 +137,13 @@ export function retentionOperations(
               seq,
             );
             const fields = events.reduce((n, e) => n + e.paths.length, 0);
-            const [event] = await shared.append(
-              tx,
-              tenantId,
-              [
-                {
-                  type: 'erasure.completed',
-                  session_id: '',
-                  data: {
-                    reason: 'retention',
-                    reference: null,
-                    requested_by: 'retention',
-                    before,
-                    events: events.length,
-                    fields,
-                    erased: events.map((e) => ({ seq: e.seq, paths: e.paths })),
-                  },
-                },
-              ],
-              ctx,
-            );
+            const event = await appendRetentionErasure(tx, {
+              events: events.length,
+              fields,
+              erased: events.map((e) => ({ seq: e.seq, paths: e.paths })),
+            });
             // The erased rows name this seq: it must be the one the event got.
-            if (event!.seq !== seq) throw new Error(`erasure event at seq ${event!.seq}, expected ${seq}`);
+            if (event.seq !== seq) throw new Error(`erasure event at seq ${event.seq}, expected ${seq}`);
             return { events: events.length, fields, seq, full: events.length === VALUES_BATCH };
           });
           if (batch === null) break;
@@ -160,28 +162,13 @@ export function retentionOperations(
             const items = await tx.listExpiredItems(tenantId, before, after, VALUES_BATCH);
             if (items.length === 0) return null;
             await tx.expireItems(tenantId, items);
-            const [event] = await shared.append(
-              tx,
-              tenantId,
-              [
-                {
-                  type: 'erasure.completed',
-                  session_id: '',
-                  data: {
-                    reason: 'retention',
-                    reference: null,
-                    requested_by: 'retention',
-                    before,
-                    events: 0,
-                    fields: 0,
-                    erased: [],
-                    state_items: items.map((i) => ({ session_id: i.session_id, key: i.key })),
-                  },
-                },
-              ],
-              ctx,
-            );
-            return { items, seq: event!.seq, full: items.length === VALUES_BATCH };
+            const event = await appendRetentionErasure(tx, {
+              events: 0,
+              fields: 0,
+              erased: [],
+              state_items: items.map((i) => ({ session_id: i.session_id, key: i.key })),
+            });
+            return { items, seq: event.seq, full: items.length === VALUES_BATCH };
           });
           if (batch === null) break;
           report.erased_items.items += batch.items.length;
