@@ -53,6 +53,21 @@ async function world(target: StoreTarget, signer: CheckpointSigner | undefined):
   return { store, gh, clock };
 }
 
+/**
+ * Writes 1,000 events, then prunes through seq 600 on a store that fails the second batch
+ * deletion: decided (checkpoint and event) and one batch of 500 deleted.
+ */
+async function cutShortPrune(w: World, signer: CheckpointSigner): Promise<void> {
+  await write1000(w);
+  w.clock.now = T0 + 200 * DAY;
+  const crashing = createGatehouse({
+    store: crashingAt(w.store, 2),
+    clock: () => new Date(w.clock.now),
+    checkpointSigner: signer,
+  });
+  await expect(crashing.pruneHistory({ through_seq: 600 })).rejects.toThrow(/simulated crash/);
+}
+
 /** 1,000 state changes, one a minute from T0, each delivered to a webhook. */
 async function write1000({ gh, clock }: World) {
   await gh.createWebhook({ url: 'https://hooks.example.com/in', events: ['state_change'] });
@@ -258,16 +273,9 @@ describe.each(STORE_TARGETS)('pruning behind a signed checkpoint on $name', (tar
   it('prunes in batches: cut short after the first, the chain verifies and the next run finishes it', async () => {
     const signer = loadCheckpointSigner(keyA.privateKey);
     const w = await world(target, signer);
-    const { store, gh, clock } = w;
+    const { store, gh } = w;
     try {
-      await write1000(w);
-      clock.now = T0 + 200 * DAY;
-      const crashing = createGatehouse({
-        store: crashingAt(store, 2),
-        clock: () => new Date(clock.now),
-        checkpointSigner: signer,
-      });
-      await expect(crashing.pruneHistory({ through_seq: 600 })).rejects.toThrow(/simulated crash/);
+      await cutShortPrune(w, signer);
       // Decided (checkpoint and event) and one batch of 500 deleted; 501..600 still stored.
       expect(await count(target, store, 'SELECT count(*) FROM checkpoints')).toBe(1);
       expect(await count(target, store, 'SELECT min(seq) FROM events')).toBe(501);
@@ -310,16 +318,9 @@ describe.each(STORE_TARGETS)('pruning behind a signed checkpoint on $name', (tar
   it('a tampered event left below the checkpoint by a cut-short prune fails verify; a later prune finishes the deletion', async () => {
     const signer = loadCheckpointSigner(keyA.privateKey);
     const w = await world(target, signer);
-    const { store, gh, clock } = w;
+    const { store, gh } = w;
     try {
-      await write1000(w);
-      clock.now = T0 + 200 * DAY;
-      const crashing = createGatehouse({
-        store: crashingAt(store, 2),
-        clock: () => new Date(clock.now),
-        checkpointSigner: signer,
-      });
-      await expect(crashing.pruneHistory({ through_seq: 600 })).rejects.toThrow(/simulated crash/);
+      await cutShortPrune(w, signer);
       await tamperEvent(target, store, 550);
       expect(await gh.verifyHistory()).toMatchObject({
         ok: false,
