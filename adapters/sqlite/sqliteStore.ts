@@ -7,10 +7,12 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type {
+  ChainHead,
   DumpRecord,
   StateItem,
   Store,
   StoredApiKey,
+  StoredWebhook,
   StoreTx,
   TransactionOptions,
 } from '../../src/index.js';
@@ -93,6 +95,10 @@ export interface SqliteStore extends Store {
 
 /** Sessions whose current items the items cache keeps; the oldest entry goes first. */
 const ITEMS_CACHE_SESSIONS = 256;
+/** Tenants whose chain head and webhook list the store keeps between transactions. */
+const TENANT_CACHE_TENANTS = 1024;
+/** SQL that may change the webhooks table: the cached webhook lists are dropped when it runs. */
+const WRITES_WEBHOOKS = /\bwebhooks\b/i;
 
 /**
  * Most transactions committed together (see adapters/sql/groupCommit.ts). Callers wait for the
@@ -256,8 +262,23 @@ class SqliteStoreImpl implements SqliteStore {
   readonly #itemsCache = new Map<string, readonly StateItem[]>();
   /** Active API keys, trusted under the items cache's rule (another connection's commit clears it). */
   readonly #keyCache = new ApiKeyCache();
+  /**
+   * Each tenant's chain head and webhook list as this store last read or wrote them, so that an
+   * append reads neither. Trusted under the items cache's rule, checked after `BEGIN IMMEDIATE`
+   * (the write lock held, so nothing can commit in between): another connection's commit, or a
+   * write on this connection the store did not make, empties them. A webhook write by the store
+   * drops the lists; an undone write (a rollback, to a savepoint too) both.
+   */
+  readonly #heads = new Map<string, ChainHead | null>();
+  readonly #webhooks = new Map<string, StoredWebhook[]>();
   #expectedChanges = -1;
   #expectedDataVersion = -1;
+  /**
+   * {@link sqliteWritesInProcess} as of the last write this store counted in `#expectedChanges`
+   * (or its last check): while the counter still says so, no statement wrote on any connection
+   * of this process since, and `total_changes()` need not be asked.
+   */
+  #writesAccounted = -1;
   #closed = false;
   /** Starts the checkpoint thread, while there is none yet and one is wanted. */
   #startCheckpoints: (() => CheckpointThread) | undefined;
@@ -272,8 +293,9 @@ class SqliteStoreImpl implements SqliteStore {
     run: (text, args = []) => settle(() => this.#write(text, args)),
     runReturning: (text, args = []) =>
       settle(() => {
+        const before = this.#wrote(text);
         const rows = this.#statement(text).all(...args);
-        this.#expectedChanges += rows.length; // one changed row per returned row
+        this.#accountWrite(before, rows.length); // one changed row per returned row
         return rows;
       }),
     runAll: (statements) =>
@@ -311,6 +333,24 @@ class SqliteStoreImpl implements SqliteStore {
         for (const i of items) this.#forgetSession(t, i.session_id);
         return tx.expireItems(t, items);
       },
+      lockChainHead: async (t) => {
+        if (this.#heads.has(t)) return this.#heads.get(t)!;
+        const head = await tx.lockChainHead(t);
+        remember(this.#heads, t, head, TENANT_CACHE_TENANTS);
+        return head;
+      },
+      appendEvent: async (t, event, fields) => {
+        await tx.appendEvent(t, event, fields);
+        remember(this.#heads, t, { seq: event.seq, hash: event.hash }, TENANT_CACHE_TENANTS);
+      },
+      listWebhooks: async (t) => {
+        let list = this.#webhooks.get(t);
+        if (!list) {
+          list = await tx.listWebhooks(t);
+          remember(this.#webhooks, t, list, TENANT_CACHE_TENANTS);
+        }
+        return [...list];
+      },
     };
   }
 
@@ -325,9 +365,33 @@ class SqliteStoreImpl implements SqliteStore {
   }
 
   #write(text: string, args: readonly unknown[]): number {
+    const before = this.#wrote(text);
     const { changes } = this.#statement(text).run(...args);
-    this.#expectedChanges += changes;
+    this.#accountWrite(before, changes);
     return changes;
+  }
+
+  /**
+   * SAVEPOINT or RELEASE, counted as a write of no row (`changes` is not asked: node:sqlite
+   * reports the last INSERT's count for a statement that changes none).
+   */
+  #savepointStatement(text: string): void {
+    const before = sqliteWritesInProcess();
+    this.#statement(text).run();
+    this.#accountWrite(before, 0);
+  }
+
+  /** Before a write by the store: drops what `text` may make stale; the process's write count. */
+  #wrote(text: string): number {
+    if (this.#webhooks.size > 0 && WRITES_WEBHOOKS.test(text)) this.#webhooks.clear();
+    return sqliteWritesInProcess();
+  }
+
+  /** After a write by the store that changed `changes` rows (`before`: the count it started at). */
+  #accountWrite(before: number, changes: number): void {
+    this.#expectedChanges += changes;
+    // Only when nothing else wrote in between: otherwise the next check asks total_changes().
+    if (before === this.#writesAccounted) this.#writesAccounted = sqliteWritesInProcess();
   }
 
   /**
@@ -348,26 +412,46 @@ class SqliteStoreImpl implements SqliteStore {
   /** The statements counted changes that are now undone: the caches start afresh. */
   #forgetUndoneChanges(): void {
     this.#itemsCache.clear();
+    this.#heads.clear();
+    this.#webhooks.clear();
     this.#expectedChanges = -1;
+    this.#writesAccounted = -1;
   }
 
-  /** Empties the items and key caches unless the database is exactly as this store last left it. */
-  #validateCaches(): void {
-    // Two statements: measured faster than one SELECT over pragma_data_version.
-    const changes = num(this.#statement('SELECT total_changes() AS n').get()!['n']);
+  /**
+   * Empties the caches unless the database is exactly as this store last left it. `inTransaction`:
+   * just after `BEGIN IMMEDIATE`, where `data_version` is read whatever this turn read before
+   * (another process may have committed since; the chain heads must be exact, not just recent).
+   */
+  #validateCaches(inTransaction = false): void {
+    const writes = sqliteWritesInProcess();
+    const changes =
+      writes === this.#writesAccounted
+        ? this.#expectedChanges
+        : // Two statements: measured faster than one SELECT over pragma_data_version.
+          num(this.#statement('SELECT total_changes() AS n').get()!['n']);
     let dataVersion = this.#expectedDataVersion;
-    if (!this.#dataVersionRead || this.#writesAtDataVersionRead !== sqliteWritesInProcess()) {
+    if (inTransaction || !this.#dataVersionRead || this.#writesAtDataVersionRead !== writes) {
       dataVersion = num(this.#statement('PRAGMA data_version').get()!['data_version']);
       if (!this.#dataVersionRead) setImmediate(this.#dataVersionExpired).unref();
       this.#dataVersionRead = true;
-      this.#writesAtDataVersionRead = sqliteWritesInProcess();
+      this.#writesAtDataVersionRead = writes;
     }
     if (changes !== this.#expectedChanges || dataVersion !== this.#expectedDataVersion) {
       this.#itemsCache.clear();
       this.#keyCache.clear();
+      this.#heads.clear();
+      this.#webhooks.clear();
       this.#expectedChanges = changes;
       this.#expectedDataVersion = dataVersion;
     }
+    this.#writesAccounted = writes;
+  }
+
+  /** BEGIN IMMEDIATE, then the caches checked under the write lock. */
+  #begin(): void {
+    this.database.begin('IMMEDIATE');
+    this.#validateCaches(true);
   }
 
   #forgetSession(tenantId: string, sessionId: string): void {
@@ -398,7 +482,7 @@ class SqliteStoreImpl implements SqliteStore {
 
   /** Several writes under one BEGIN IMMEDIATE … COMMIT; call it holding the mutex. */
   async #inWriteTransaction<T>(fn: () => Promise<T>): Promise<T> {
-    this.database.begin('IMMEDIATE');
+    this.#begin();
     try {
       const result = await fn();
       this.#commit();
@@ -454,12 +538,12 @@ class SqliteStoreImpl implements SqliteStore {
 
   readonly #batchConnection: BatchConnection = {
     begin: async () => {
-      this.database.begin('IMMEDIATE');
+      this.#begin();
       return this.#txApi;
     },
     savepoint: async (first) => {
-      if (!first) this.#statement('RELEASE gatehouse_tx').run();
-      this.#statement('SAVEPOINT gatehouse_tx').run();
+      if (!first) this.#savepointStatement('RELEASE gatehouse_tx');
+      this.#savepointStatement('SAVEPOINT gatehouse_tx');
     },
     rollbackToSavepoint: async () => {
       this.#statement('ROLLBACK TO gatehouse_tx').run();
