@@ -33,11 +33,23 @@ export function createMetrics(options: { defaults?: boolean } = {}): Metrics {
     labelNames: ['verdict'] as const,
     registers: [registry],
   });
+  // Each label set's children, bound once: prom-client otherwise hashes the labels on every call.
+  // Routes are patterns and statuses a short list, so there are few.
+  const byRequest = new Map<string, { count: { inc(): void }; latency: { observe(v: number): void } }>();
   return {
     registry,
     observeRequest(method, route, status, seconds) {
-      requests.inc({ method, route, status: String(status) });
-      latency.observe({ route }, seconds);
+      const id = `${method} ${status} ${route}`;
+      let bound = byRequest.get(id);
+      if (!bound) {
+        bound = {
+          count: requests.labels({ method, route, status: String(status) }),
+          latency: latency.labels({ route }),
+        };
+        byRequest.set(id, bound);
+      }
+      bound.count.inc();
+      bound.latency.observe(seconds);
     },
     observeDecision(verdict) {
       decisions.inc({ verdict });

@@ -195,6 +195,8 @@ export const getEventById = `SELECT ${EVENT_COLUMNS} FROM events e ${JOIN_VALUES
 export const scanEvents = `SELECT ${EVENT_COLUMNS} FROM events e ${JOIN_VALUES} WHERE e.tenant_id = ? AND e.seq > ? ORDER BY e.seq LIMIT ?`;
 
 const INSERT_EVENT_VALUES = 'INSERT INTO event_values (tenant_id, seq, fields, erased_by) VALUES ';
+/** Built once, as `INSERT_EVENT` is: an append's values row. */
+const INSERT_EVENT_VALUES_ONE = `${INSERT_EVENT_VALUES}(?, ?, ?, ?)`;
 
 /** The `event_values` rows of events that have caller-supplied fields (none: undefined). */
 export function insertEventValues(
@@ -204,7 +206,10 @@ export function insertEventValues(
   const args: unknown[] = [];
   for (const r of rows) if (r.fields) args.push(tenantId, r.seq, JSON.stringify(r.fields), null);
   if (args.length === 0) return undefined;
-  return { sql: INSERT_EVENT_VALUES + tuples(4, args.length / 4), args };
+  return {
+    sql: args.length === 4 ? INSERT_EVENT_VALUES_ONE : INSERT_EVENT_VALUES + tuples(4, args.length / 4),
+    args,
+  };
 }
 
 /** Events of a session whose values are kept, in seq order (see `eventsIndex`). */

@@ -97,8 +97,6 @@ export interface SqliteStore extends Store {
 const ITEMS_CACHE_SESSIONS = 256;
 /** Tenants whose chain head and webhook list the store keeps between transactions. */
 const TENANT_CACHE_TENANTS = 1024;
-/** SQL that may change the webhooks table: the cached webhook lists are dropped when it runs. */
-const WRITES_WEBHOOKS = /\bwebhooks\b/i;
 
 /**
  * Most transactions committed together (see adapters/sql/groupCommit.ts). Callers wait for the
@@ -383,7 +381,8 @@ class SqliteStoreImpl implements SqliteStore {
 
   /** Before a write by the store: drops what `text` may make stale; the process's write count. */
   #wrote(text: string): number {
-    if (this.#webhooks.size > 0 && WRITES_WEBHOOKS.test(text)) this.#webhooks.clear();
+    // The store's SQL names its tables in lower case; SQL of its own making cannot get here.
+    if (this.#webhooks.size > 0 && text.includes('webhooks')) this.#webhooks.clear();
     return sqliteWritesInProcess();
   }
 

@@ -3,7 +3,7 @@
  * in constant time. A key belongs to one tenant, carries scopes, and caps the sources (and so the
  * trust) its holder may claim.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import { GatehouseError } from '../errors.js';
 import type { IdGenerator, RandomBytes } from '../runtime.js';
 import { KeyLabelSchema, type Scope } from '../schemas.js';
@@ -66,7 +66,7 @@ export async function createFirstApiKey(
 
 /** SHA-256 (hex) of a key's secret. */
 export function hashApiKey(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
+  return hash('sha256', secret, 'hex');
 }
 
 /**
@@ -113,20 +113,28 @@ export async function authenticateApiKey(store: KeyStore, token: string): Promis
   const unauthorized = () =>
     new GatehouseError('unauthorized', 'The API key is missing, malformed, unknown or revoked.');
   if (!token.startsWith(KEY_PREFIX) || token.length > 200) throw unauthorized();
-  const hash = hashApiKey(token);
-  const key = await store.findApiKeyByHash(hash);
+  const tokenHash = hashApiKey(token);
+  const key = await store.findApiKeyByHash(tokenHash);
   if (!key || key.revoked_at !== null) throw unauthorized();
-  if (!timingSafeEqual(Buffer.from(key.hash, 'hex'), Buffer.from(hash, 'hex'))) throw unauthorized();
-  return {
+  // A store that caches keys hands out the same object again: its principal is built once.
+  let principal = keyPrincipals.get(key);
+  if (principal) return principal;
+  if (!timingSafeEqual(Buffer.from(key.hash, 'hex'), Buffer.from(tokenHash, 'hex'))) throw unauthorized();
+  principal = Object.freeze({
     tenantId: key.tenant_id,
     keyId: key.id,
     name: key.name,
     scopes: key.scopes,
     sources: key.sources,
     labels: key.labels,
-    record: principalOfKey(key.id),
-  };
+    record: Object.freeze(principalOfKey(key.id)),
+  });
+  keyPrincipals.set(key, principal);
+  return principal;
 }
+
+/** The principal of each key object a store handed out, while the store keeps that object. */
+const keyPrincipals = new WeakMap<StoredApiKey, Principal>();
 
 /** True when the principal holds `scope` (or `admin`); for a list, any one of them. */
 export function hasScope(principal: Pick<Principal, 'scopes'>, scope: Scope | readonly Scope[]): boolean {
