@@ -84,6 +84,9 @@ export async function readWebBody(request: Request, limit: number): Promise<stri
  */
 export function readNodeBody(req: IncomingMessage, limit: number): Promise<string> {
   if (declaredTooLarge(req.headers['content-length'], limit)) return Promise.reject(tooLarge(limit));
+  // Most bodies are in before the request is authenticated: taken at once, without the stream's
+  // listeners and the ticks it would take to emit them.
+  if (req.complete && req.readableFlowing === null) return bufferedBody(req, limit);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -121,4 +124,20 @@ export function readNodeBody(req: IncomingMessage, limit: number): Promise<strin
     req.on('error', onError);
     req.on('close', onClose);
   });
+}
+
+/** The body of a request the parser has wholly received, read off the stream's buffer. */
+function bufferedBody(req: IncomingMessage, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for (let chunk = req.read() as Buffer | null; chunk !== null; chunk = req.read() as Buffer | null) {
+    size += chunk.length;
+    if (size > limit) return Promise.reject(tooLarge(limit));
+    chunks.push(chunk);
+  }
+  try {
+    return Promise.resolve(utf8(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
