@@ -25,7 +25,7 @@ import type { OperationContext } from './operationContext.js';
 /** Sessions one erasure lookup asks the store about. */
 const SESSIONS_PER_QUERY = 100;
 
-/** Most approvals of one status an erasure reads for a session. */
+/** Approvals of one status an erasure reads at a time (a dry run lists at most this many). */
 const APPROVALS_LIMIT = 500;
 
 /** What one session's erasure needs besides the transaction. */
@@ -156,6 +156,15 @@ async function eraseInTransaction(
     tx.listApprovals(tenantId, { session_id: sessionId, status, limit: APPROVALS_LIMIT });
   const pending = await open('pending');
   const approved = await open('approved');
+  /** The next page after a full `page`, its approvals added to the report; none after a short one. */
+  const more = async (status: 'pending' | 'approved', page: readonly Approval[]): Promise<Approval[]> => {
+    if (page.length < APPROVALS_LIMIT) return [];
+    const seen = new Set(page.map((a) => a.id));
+    const next = (await open(status)).filter((a) => !seen.has(a.id));
+    const listed = status === 'pending' ? report.pending_approvals : report.approved_approvals;
+    listed.push(...next.map((a) => a.id));
+    return next;
+  };
   const holds = holdsOnSession(await tx.listHolds(tenantId), sessionId);
   const report: ErasureReport = {
     session_id: sessionId,
@@ -197,8 +206,13 @@ async function eraseInTransaction(
       data: { approval_id: a.id, action: a.action, decided_by: by, reason_code: 'erasure' },
     });
   };
-  for (const a of pending) await deny(a);
-  for (const a of approved) await expireApproval(tx, tenantId, a, at, drafts);
+  // Past the first page, each next page is what is still open: the ones handled left the status.
+  for (let page = pending; page.length > 0; page = await more('pending', page)) {
+    for (const a of page) await deny(a);
+  }
+  for (let page = approved; page.length > 0; page = await more('approved', page)) {
+    for (const a of page) await expireApproval(tx, tenantId, a, at, drafts);
+  }
   // Their events carry no caller content (no comment): nothing of them to erase.
   await shared.append(tx, tenantId, drafts, job.ctx);
   const head = await tx.lockChainHead(tenantId);
