@@ -11,8 +11,9 @@ function tooLarge(limit: number): GatehouseError {
   return new GatehouseError('payload_too_large', `The request body exceeds ${limit} bytes.`);
 }
 
-/** The body as text; bytes that are not UTF-8 are refused, never replaced. */
-function utf8(body: Buffer): string {
+/** The body's chunks as text; bytes that are not UTF-8 are refused, never replaced. */
+function utf8(chunks: readonly Uint8Array[]): string {
+  const body = chunks.length === 1 && Buffer.isBuffer(chunks[0]) ? chunks[0] : Buffer.concat(chunks);
   if (!isUtf8(body)) throw new GatehouseError('malformed_request', 'The request body is not valid UTF-8.');
   return body.toString('utf8');
 }
@@ -74,7 +75,7 @@ export async function readWebBody(request: Request, limit: number): Promise<stri
     }
     chunks.push(value);
   }
-  return utf8(Buffer.concat(chunks));
+  return utf8(chunks);
 }
 
 /**
@@ -109,7 +110,7 @@ export function readNodeBody(req: IncomingMessage, limit: number): Promise<strin
     const onEnd = () => {
       done();
       try {
-        resolve(utf8(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+        resolve(utf8(chunks));
       } catch (error) {
         reject(error);
       }
@@ -136,7 +137,7 @@ function bufferedBody(req: IncomingMessage, limit: number): Promise<string> {
     chunks.push(chunk);
   }
   try {
-    return Promise.resolve(utf8(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    return Promise.resolve(utf8(chunks));
   } catch (error) {
     return Promise.reject(error);
   }

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openSqliteStore } from '../../adapters/sqlite/index.js';
+import { openSqliteStore, type SqliteStore } from '../../adapters/sqlite/index.js';
 import { createGatehouse, type Gatehouse } from '../../src/index.js';
 
 const root = resolve(import.meta.dirname, '../..');
@@ -35,6 +35,22 @@ function foreignConnection(filename: string): { exec(sql: string): void; close()
     f: string,
   ) => { exec(sql: string): void; close(): void };
   return new Database(filename);
+}
+
+/** SQL appending a copy of the event at `seq` as the next event, its hash `marker`. */
+const copyAsNextEvent = (seq: number, marker: string) =>
+  `INSERT INTO events (tenant_id, seq, event_id, type, session_id, decision_id, occurred_at, data, prev_hash, hash)
+   SELECT tenant_id, seq + 1, event_id || 'x', type, session_id, NULL, occurred_at, data, hash, '${marker}' FROM events WHERE seq = ${seq}`;
+
+/** A store on a fresh file and a gatehouse over it, for `run`; the store is closed after. */
+async function withStore(run: (store: SqliteStore, gh: Gatehouse, filename: string) => Promise<void>) {
+  const filename = file();
+  const store = openSqliteStore({ filename });
+  try {
+    await run(store, createGatehouse({ store }), filename);
+  } finally {
+    await store.close();
+  }
 }
 
 async function deliveriesOf(gh: Gatehouse, webhookId: string): Promise<number> {
@@ -77,11 +93,8 @@ describe('SQLite store: cached chain heads and webhook lists stay exact', () => 
     }
   });
 
-  it('chains on appends by another process', async () => {
-    const filename = file();
-    const store = openSqliteStore({ filename });
-    const gh = createGatehouse({ store });
-    try {
+  it('chains on appends by another process', () =>
+    withStore(async (_store, gh, filename) => {
       await gh.evaluate(read);
       await gh.evaluate(read);
       // Another process has its own count of in-process writes: only data_version tells.
@@ -101,55 +114,38 @@ describe('SQLite store: cached chain heads and webhook lists stay exact', () => 
       const [hook] = await gh.listWebhooks();
       expect(await deliveriesOf(gh, hook!.id)).toBe(1);
       expect(await gh.verifyHistory()).toMatchObject({ ok: true, checked: 6 });
-    } finally {
-      await store.close();
-    }
-  });
+    }));
 
-  it('reads the head under the write lock: a commit elsewhere just before it is seen', async () => {
-    const filename = file();
-    const store = openSqliteStore({ filename });
-    const gh = createGatehouse({ store });
-    const other = foreignConnection(filename);
-    try {
-      // Enough lone transactions that the group commit flushes in a microtask, in the same turn.
-      for (let i = 0; i < 40; i += 1) await gh.evaluate(read);
-      await store.listItems('default', 's1'); // data_version read in this turn
-      // Committed after that read, in the same turn, before the next BEGIN IMMEDIATE.
-      other.exec(`INSERT INTO events (tenant_id, seq, event_id, type, session_id, decision_id, occurred_at, data, prev_hash, hash)
-        SELECT tenant_id, seq + 1, event_id || 'x', type, session_id, NULL, occurred_at, data, hash, 'elsewhere' FROM events WHERE seq = 40`);
-      await gh.evaluate(read);
-      const [event] = (await gh.readHistory({ session_id: 's1', limit: 1 })).events;
-      expect(event).toMatchObject({ seq: 42, prev_hash: 'elsewhere' });
-    } finally {
-      other.close();
-      await store.close();
-    }
-  });
+  it('reads the head under the write lock: a commit elsewhere just before it is seen', () =>
+    withStore(async (store, gh, filename) => {
+      const other = foreignConnection(filename);
+      try {
+        // Enough lone transactions that the group commit flushes in a microtask, in the same turn.
+        for (let i = 0; i < 40; i += 1) await gh.evaluate(read);
+        await store.listItems('default', 's1'); // data_version read in this turn
+        // Committed after that read, in the same turn, before the next BEGIN IMMEDIATE.
+        other.exec(copyAsNextEvent(40, 'elsewhere'));
+        await gh.evaluate(read);
+        const [event] = (await gh.readHistory({ session_id: 's1', limit: 1 })).events;
+        expect(event).toMatchObject({ seq: 42, prev_hash: 'elsewhere' });
+      } finally {
+        other.close();
+      }
+    }));
 
-  it("chains on an event appended by raw SQL on the store's own connection", async () => {
-    const filename = file();
-    const store = openSqliteStore({ filename });
-    const gh = createGatehouse({ store });
-    try {
+  it("chains on an event appended by raw SQL on the store's own connection", () =>
+    withStore(async (store, gh) => {
       await gh.evaluate(read);
       await gh.evaluate(read);
       // A copy of the head event at the next seq: the store must read the head again, not reuse seq 3.
-      store.database.exec(`INSERT INTO events (tenant_id, seq, event_id, type, session_id, decision_id, occurred_at, data, prev_hash, hash)
-        SELECT tenant_id, seq + 1, event_id || 'x', type, session_id, NULL, occurred_at, data, hash, 'raw' FROM events WHERE seq = 2`);
+      store.database.exec(copyAsNextEvent(2, 'raw'));
       await gh.evaluate(read);
       const [event] = (await gh.readHistory({ session_id: 's1', limit: 1 })).events;
       expect(event).toMatchObject({ seq: 4, prev_hash: 'raw' });
-    } finally {
-      await store.close();
-    }
-  });
+    }));
 
-  it('reads the head again after an append was rolled back', async () => {
-    const filename = file();
-    const store = openSqliteStore({ filename });
-    const gh = createGatehouse({ store });
-    try {
+  it('reads the head again after an append was rolled back', () =>
+    withStore(async (store, gh) => {
       await gh.evaluate(read);
       const failed = store.transaction(async (tx) => {
         const head = await tx.lockChainHead('default');
@@ -169,8 +165,5 @@ describe('SQLite store: cached chain heads and webhook lists stay exact', () => 
       await expect(failed).rejects.toThrow('undone');
       await gh.evaluate(read);
       expect(await gh.verifyHistory()).toMatchObject({ ok: true, checked: 2 });
-    } finally {
-      await store.close();
-    }
-  });
+    }));
 });
