@@ -118,6 +118,12 @@ export interface RetentionReport {
    * clears a session's: how many, and the seq of each `erasure.completed` event naming them.
    */
   erased_items: { items: number; erasures: number[] };
+  /**
+   * Conflicts and approvals created before the `values_after` cut-off whose values (a conflict's
+   * current and proposed value, an approval's params and reason) were erased: how many, and the
+   * seq of each `erasure.completed` event naming them.
+   */
+  erased_records: { conflicts: number; approvals: number; erasures: number[] };
   /** The prune for `history_after`, or null. */
   pruned: PruneReport | null;
   /** Events of an earlier prune whose deletion had been cut short (the process stopped), deleted now. */
@@ -316,7 +322,8 @@ export interface Gatehouse {
   /**
    * Which of these sessions were erased (an `erasure.completed` event of the session) at or after
    * `since`: what a kept copy of an answer (the HTTP `Idempotency-Key` store) asks before it is
-   * replayed. Unknown sessions are simply not erased.
+   * replayed. Unknown sessions are simply not erased. After a retention erasure (whose event
+   * names no session) at or after `since`, all of them: any value in such an answer may be gone.
    * @throws {GatehouseError} `invalid_request` when `since` is not an ISO 8601 time.
    */
   erasedSessionsSince(

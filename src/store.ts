@@ -344,6 +344,30 @@ export interface StoreTx extends StoreReader, PolicyWriter {
    * metadata, the item reading `erased`. An item written since it was listed is left alone.
    */
   expireItems(tenantId: string, items: readonly ExpiredItem[]): Promise<void>;
+  /**
+   * Conflicts created before `before` whose values are kept, but of held sessions: at most
+   * `limit`, oldest first.
+   */
+  listExpiredConflicts(tenantId: string, before: string, limit: number): Promise<Conflict[]>;
+  /**
+   * Erases these conflicts' values as {@link eraseSession} erases a session's (each marked with
+   * `erasedBy`, the erasure event's seq); an open one is resolved `erased` at `at`.
+   */
+  expireConflicts(
+    tenantId: string,
+    conflictIds: readonly string[],
+    options: { erasedBy: number; at: string },
+  ): Promise<void>;
+  /**
+   * Approvals created before `before` whose params are kept, but of held sessions: at most
+   * `limit`, oldest first.
+   */
+  listExpiredApprovals(tenantId: string, before: string, limit: number): Promise<Approval[]>;
+  /**
+   * Erases these approvals' params, reason, comment and digest as {@link eraseSession} does (each
+   * marked with `erasedBy`); their status is the caller's to settle first.
+   */
+  expireApprovals(tenantId: string, approvalIds: readonly string[], erasedBy: number): Promise<void>;
   /** The tenant's retention set with `PUT /v1/retention` (JSON of its settings), or null. */
   getRetention(
     tenantId: string,

@@ -66,6 +66,10 @@ export function registerRetentionCommand(
                 }erased ${r.erased.fields} field(s) of ${r.erased.events} event(s)${
                   r.erased_items.items > 0 ? `, cleared ${r.erased_items.items} state item(s)` : ''
                 }${
+                  r.erased_records.erasures.length > 0
+                    ? `, erased the values of ${r.erased_records.conflicts} conflict(s) and ${r.erased_records.approvals} approval(s)`
+                    : ''
+                }${
                   r.pruned
                     ? `, pruned events ${r.pruned.from_seq}-${r.pruned.through_seq} behind checkpoint ${r.pruned.checkpoint.hash}`
                     : ''

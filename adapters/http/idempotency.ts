@@ -44,7 +44,7 @@ const isTombstone = (entry: Entry): entry is Tombstone => 'erased' in entry;
 function responseErased(sessionId: string): GatehouseError {
   return new GatehouseError(
     'response_erased',
-    `The response kept for this Idempotency-Key held data of session ${sessionId}, which was erased after it was kept: it is not replayed. Read the session again before deciding to resend the request, with a new key.`,
+    `The response kept for this Idempotency-Key held data of session ${sessionId}, which was erased after it was kept (the session, or its older values by retention): it is not replayed. Read the session again before deciding to resend the request, with a new key.`,
   );
 }
 

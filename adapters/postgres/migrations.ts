@@ -16,7 +16,7 @@
 
 import { EVENT_VALUES_TABLE, HISTORY_FORMAT_2, SESSION_SUBJECTS_TABLE } from '../sql/historyUpgrade.js';
 import { LEGAL_HOLDS_TABLE, RETENTION_SETTINGS_TABLE } from '../sql/legalHoldStatements.js';
-import { CHECKPOINTS_TABLE } from '../sql/pruneStatements.js';
+import { CHECKPOINTS_TABLE, CONFLICT_VALUES_ERASED_BY } from '../sql/pruneStatements.js';
 
 /** One migration; `upgradeHistory`: after its SQL, existing events are re-encoded (historyUpgrade.ts). */
 export interface PostgresMigration {
@@ -289,5 +289,10 @@ CREATE TRIGGER events_delete_behind_checkpoint BEFORE DELETE ON events
     name: 'retention set by the API',
     // PUT /v1/retention: takes the place of the policy's retention: for the tenant.
     sql: RETENTION_SETTINGS_TABLE({ text: 'text COLLATE "C"' }),
+  },
+  {
+    version: 12,
+    name: 'conflict values erased by retention',
+    sql: CONFLICT_VALUES_ERASED_BY({ integer: 'bigint' }),
   },
 ];

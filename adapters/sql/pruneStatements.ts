@@ -7,6 +7,7 @@
 import type { Checkpoint } from '../../src/index.js';
 import type { Statement } from './dialect.js';
 import { num, type Row, str } from './rows.js';
+import { CONFLICT_COLUMNS, marks } from './statements.js';
 
 /** `checkpoints`, as both migration files create it. */
 export const CHECKPOINTS_TABLE = (types: { text: string; integer: string; suffix: string }) => `
@@ -86,7 +87,7 @@ export const expiredValues = `SELECT v.seq AS seq, e.type AS type, v.fields AS f
 export function expireValues(tenantId: string, seqs: readonly number[], erasedBy: number): Statement {
   return {
     sql: `UPDATE event_values SET fields = NULL, erased_by = ? WHERE tenant_id = ? AND fields IS NOT NULL
-      AND seq IN (${seqs.map(() => '?').join(', ')})`,
+      AND seq IN (${marks(seqs.length)})`,
     args: [erasedBy, tenantId, ...seqs],
   };
 }
@@ -124,6 +125,36 @@ export function expireItems(
     },
   ]);
 }
+
+/**
+ * `conflicts.values_erased_by`: the seq of the `erasure.completed` event that erased a conflict's
+ * values (an erasure of its session, or retention), NULL while they are kept. Conflicts of
+ * sessions erased before the column existed get their session's erasure; one created in the
+ * erasure's millisecond is left NULL (erased again by retention, never wrongly skipped).
+ */
+export const CONFLICT_VALUES_ERASED_BY = (types: { integer: string }) => `
+ALTER TABLE conflicts ADD COLUMN values_erased_by ${types.integer};
+UPDATE conflicts SET values_erased_by = (SELECT max(e.seq) FROM events e WHERE e.tenant_id = conflicts.tenant_id
+  AND e.session_id = conflicts.session_id AND e.type = 'erasure.completed' AND e.type <> 'gate_evaluation'
+  AND e.occurred_at > conflicts.created_at);
+`;
+
+/** Held sessions of a tenant (its one parameter): what retention leaves alone. */
+const NOT_HELD =
+  'session_id NOT IN (SELECT session_id FROM legal_holds WHERE tenant_id = ? AND session_id IS NOT NULL)';
+
+/**
+ * Conflicts created before a time whose values are kept, but of held sessions, oldest first:
+ * what `values_after` erases beside the state items.
+ */
+export const expiredConflicts = `SELECT ${CONFLICT_COLUMNS} FROM conflicts
+  WHERE tenant_id = ? AND values_erased_by IS NULL AND created_at < ? AND ${NOT_HELD}
+  ORDER BY conflict_id LIMIT ?`;
+
+/** Approvals created before a time whose params are kept (an erased one's digest says so), but of held sessions. */
+export const expiredApprovals = `SELECT * FROM approvals
+  WHERE tenant_id = ? AND digest NOT LIKE 'erased:%' AND created_at < ? AND ${NOT_HELD}
+  ORDER BY approval_id LIMIT ?`;
 
 /** The newest event older than a time. */
 export const lastSeqBefore = 'SELECT max(seq) AS seq FROM events WHERE tenant_id = ? AND occurred_at < ?';

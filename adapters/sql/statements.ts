@@ -257,7 +257,7 @@ export function eraseSession(
  */
 export const erasedSessionsSince = (count: number): string =>
   `SELECT DISTINCT session_id FROM events WHERE tenant_id = ? AND type = 'erasure.completed'
-  AND type <> 'gate_evaluation' AND session_id IN (${Array.from({ length: count }, () => '?').join(', ')})
+  AND type <> 'gate_evaluation' AND session_id IN (${marks(count)})
   AND occurred_at >= ?`;
 
 /** A session's subject tag, replacing the one it had. */
@@ -277,7 +277,17 @@ export const sessionConflictBodies =
   'SELECT conflict_id, body FROM conflicts WHERE tenant_id = ? AND session_id = ?';
 export const sessionApprovalBodies =
   'SELECT approval_id, body FROM approvals WHERE tenant_id = ? AND session_id = ?';
-export const eraseConflictBody = 'UPDATE conflicts SET body = ? WHERE tenant_id = ? AND conflict_id = ?';
+/** The bodies retention rewrites: these conflicts' and approvals'. */
+export const conflictBodies = (count: number): string =>
+  `SELECT conflict_id, body FROM conflicts WHERE tenant_id = ? AND conflict_id IN (${marks(count)})`;
+export const approvalBodies = (count: number): string =>
+  `SELECT approval_id, body FROM approvals WHERE tenant_id = ? AND approval_id IN (${marks(count)})`;
+export const eraseConflictBody =
+  'UPDATE conflicts SET body = ?, values_erased_by = ? WHERE tenant_id = ? AND conflict_id = ?';
+/** Retention's erasure of a conflict: its values, and an open one resolved `erased`, as a session erasure does. */
+export const expireConflict = `UPDATE conflicts SET body = ?, values_erased_by = ?, status = 'resolved',
+  resolution = CASE WHEN status = 'open' THEN 'erased' ELSE resolution END, resolved_at = coalesce(resolved_at, ?)
+  WHERE tenant_id = ? AND conflict_id = ?`;
 /** The digest is an unsalted hash of the params: replaced, so an erased approval matches nothing again. */
 export const eraseApprovalBody = `UPDATE approvals SET body = ?, comment = NULL, digest = 'erased:' || approval_id
   WHERE tenant_id = ? AND approval_id = ?`;
@@ -583,7 +593,8 @@ export function quoteIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
 
-function marks(count: number): string {
+/** `count` comma-separated placeholders. */
+export function marks(count: number): string {
   return Array(count).fill('?').join(', ');
 }
 

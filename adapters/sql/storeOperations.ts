@@ -6,6 +6,7 @@ import { setImmediate as yieldToOthers } from 'node:timers/promises';
 import type {
   ClaimedDelivery,
   DeliveryAttempt,
+  ErasedField,
   HistoryEvent,
   KeyStore,
   NewDelivery,
@@ -204,19 +205,40 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
       const marker = erasedMarker(options.erasedBy);
       const writes = sql.eraseSession(t, s, options);
       for (const r of await db.rows(sql.sessionConflictBodies, [t, s])) {
-        const body = json<{ current: Record<string, unknown>; proposed: Record<string, unknown> }>(r[1]);
-        body.current['value'] = marker;
-        body.proposed['value'] = marker;
-        if ('metadata' in body.proposed) body.proposed['metadata'] = marker;
-        writes.push({ sql: sql.eraseConflictBody, args: [JSON.stringify(body), t, r[0]] });
+        writes.push({
+          sql: sql.eraseConflictBody,
+          args: [erasedConflictBody(r[1], marker), options.erasedBy, t, r[0]],
+        });
       }
       for (const r of await db.rows(sql.sessionApprovalBodies, [t, s])) {
-        const body = json<Record<string, unknown>>(r[1]);
-        body['params'] = marker;
-        body['reason'] = marker;
-        writes.push({ sql: sql.eraseApprovalBody, args: [JSON.stringify(body), t, r[0]] });
+        writes.push({ sql: sql.eraseApprovalBody, args: [erasedApprovalBody(r[1], marker), t, r[0]] });
       }
       await db.runAll(writes);
+    },
+    async listExpiredConflicts(t, before, limit) {
+      return (await db.all(prune.expiredConflicts, [t, before, t, limit])).map(rowToConflict);
+    },
+    async expireConflicts(t, ids, options) {
+      if (ids.length === 0) return;
+      const marker = erasedMarker(options.erasedBy);
+      const rows = await db.rows(sql.conflictBodies(ids.length), [t, ...ids]);
+      await db.runAll(
+        rows.map((r) => ({
+          sql: sql.expireConflict,
+          args: [erasedConflictBody(r[1], marker), options.erasedBy, options.at, t, r[0]],
+        })),
+      );
+    },
+    async listExpiredApprovals(t, before, limit) {
+      return (await db.all(prune.expiredApprovals, [t, before, t, limit])).map(rowToApproval);
+    },
+    async expireApprovals(t, ids, erasedBy) {
+      if (ids.length === 0) return;
+      const marker = erasedMarker(erasedBy);
+      const rows = await db.rows(sql.approvalBodies(ids.length), [t, ...ids]);
+      await db.runAll(
+        rows.map((r) => ({ sql: sql.eraseApprovalBody, args: [erasedApprovalBody(r[1], marker), t, r[0]] })),
+      );
     },
     async insertCheckpoint(c) {
       await write([prune.insertCheckpoint(c)]);
@@ -514,4 +536,21 @@ export async function* scanEvents(
 /** Tenants that have events. */
 export async function listTenants(db: SqlExecutor): Promise<string[]> {
   return (await db.all(sql.listTenants)).map((r) => str(r['tenant_id']));
+}
+
+/** A conflict's stored body with its values (and the proposed metadata) replaced by `marker`. */
+function erasedConflictBody(text: unknown, marker: ErasedField): string {
+  const body = json<{ current: Record<string, unknown>; proposed: Record<string, unknown> }>(text);
+  body.current['value'] = marker;
+  body.proposed['value'] = marker;
+  if ('metadata' in body.proposed) body.proposed['metadata'] = marker;
+  return JSON.stringify(body);
+}
+
+/** An approval's stored body with its params and reason replaced by `marker`. */
+function erasedApprovalBody(text: unknown, marker: ErasedField): string {
+  const body = json<Record<string, unknown>>(text);
+  body['params'] = marker;
+  body['reason'] = marker;
+  return JSON.stringify(body);
 }

@@ -45,7 +45,15 @@ export function summarizeEvent(event: Pick<HistoryEvent, 'type' | 'data'>): stri
       return `policy ${s('revision').slice(0, 12)} replayed over ${s('decisions')} decisions: ${s('changed')} changed verdict`;
     case 'erasure.completed':
       if (d['reason'] === 'retention') {
-        return `retention erased ${s('fields')} field(s) of ${s('events')} event(s) older than ${s('before')}`;
+        const others = [
+          ['state_items', 'state item(s)'],
+          ['conflicts', 'conflict(s)'],
+          ['approvals', 'approval(s)'],
+        ].flatMap(([field, noun]) => {
+          const list = d[field!];
+          return Array.isArray(list) && list.length > 0 ? [`${list.length} ${noun}`] : [];
+        });
+        return `retention erased ${s('fields')} field(s) of ${s('events')} event(s)${others.length > 0 ? `, the values of ${others.join(', ')}` : ''} older than ${s('before')}`;
       }
       return `session erased by ${s('requested_by')}: ${s('fields')} field(s) of ${s('events')} event(s)`;
     case 'history.upgraded':

@@ -18,7 +18,7 @@ import {
 import type { StoreTx } from '../store.js';
 import { parseInput } from '../validation.js';
 import type { EventDraft } from './appendEvents.js';
-import { expireApproval } from './heldDecisions.js';
+import { denyApproval, expireApproval } from './heldDecisions.js';
 import { enforceHolds, holdsOnSession } from './legalHolds.js';
 import type { OperationContext } from './operationContext.js';
 
@@ -108,6 +108,15 @@ export function erasureOperations(
       if (ids.length === 0) return [];
       const at = new Date(since).toISOString();
       return store.transaction(async (tx) => {
+        // Retention's erasures name no session (session_id ''): any value in a kept answer may be
+        // among what one erased, so after one none of these sessions' answers is replayed.
+        const [retention] = await tx.queryEvents(tenantId, {
+          session_id: '',
+          type: 'erasure.completed',
+          order: 'desc',
+          limit: 1,
+        });
+        if (retention !== undefined && retention.occurred_at >= at) return ids;
         const erased: string[] = [];
         for (let i = 0; i < ids.length; i += SESSIONS_PER_QUERY) {
           erased.push(...(await tx.erasedSessionsSince(tenantId, ids.slice(i, i + SESSIONS_PER_QUERY), at)));
@@ -190,25 +199,9 @@ async function eraseInTransaction(
 
   const at = shared.now();
   const drafts: EventDraft[] = [];
-  const deny = async (a: Approval) => {
-    const changed = await tx.transitionApproval(tenantId, a.id, {
-      from: ['pending'],
-      to: 'denied',
-      updated_at: at,
-      decided_by: by,
-      decided_at: at,
-      comment: null,
-    });
-    if (!changed) return;
-    drafts.push({
-      type: 'approval.denied',
-      session_id: a.session_id,
-      data: { approval_id: a.id, action: a.action, decided_by: by, reason_code: 'erasure' },
-    });
-  };
   // Past the first page, each next page is what is still open: the ones handled left the status.
   for (let page = pending; page.length > 0; page = await more('pending', page)) {
-    for (const a of page) await deny(a);
+    for (const a of page) await denyApproval(tx, tenantId, a, { at, by, reasonCode: 'erasure' }, drafts);
   }
   for (let page = approved; page.length > 0; page = await more('approved', page)) {
     for (const a of page) await expireApproval(tx, tenantId, a, at, drafts);

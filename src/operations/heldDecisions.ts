@@ -67,6 +67,40 @@ export async function expireApproval(
   return changed;
 }
 
+/**
+ * Denies a pending approval whose params are being erased (`reason_code`: `erasure`, `retention`)
+ * and queues its `approval.denied` event; false when another transaction changed it first.
+ */
+export async function denyApproval(
+  tx: StoreTx,
+  tenantId: string,
+  approval: Approval,
+  denial: { at: string; by: string; reasonCode: 'erasure' | 'retention' },
+  drafts: EventDraft[],
+): Promise<boolean> {
+  const changed = await tx.transitionApproval(tenantId, approval.id, {
+    from: ['pending'],
+    to: 'denied',
+    updated_at: denial.at,
+    decided_by: denial.by,
+    decided_at: denial.at,
+    comment: null,
+  });
+  if (changed) {
+    drafts.push({
+      type: 'approval.denied',
+      session_id: approval.session_id,
+      data: {
+        approval_id: approval.id,
+        action: approval.action,
+        decided_by: denial.by,
+        reason_code: denial.reasonCode,
+      },
+    });
+  }
+  return changed;
+}
+
 /** Decides a held evaluation and records it; resolves to the decision (secrets masked). */
 export async function settleHeldDecision(shared: OperationContext, held: HeldEvaluation): Promise<Decision> {
   const { append } = shared;

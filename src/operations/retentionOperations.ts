@@ -11,6 +11,8 @@ import type { Gatehouse, RetentionReport } from '../gatehouseTypes.js';
 import { RetentionInputSchema, type RetentionView } from '../history/pruneSchemas.js';
 import type { StoreTx } from '../store.js';
 import { parseInput } from '../validation.js';
+import type { EventDraft } from './appendEvents.js';
+import { denyApproval, expireApproval, isDue } from './heldDecisions.js';
 import { requesterOf } from './legalHolds.js';
 import type { OperationContext } from './operationContext.js';
 import type { PruneOperations } from './pruneOperations.js';
@@ -87,6 +89,7 @@ export function retentionOperations(
         tenant_id: tenantId,
         erased: { events: 0, fields: 0, erasures: [] },
         erased_items: { items: 0, erasures: [] },
+        erased_records: { conflicts: 0, approvals: 0, erasures: [] },
         pruned: null,
         finished_prune: 0,
         problem: null,
@@ -178,7 +181,59 @@ export function retentionOperations(
           after = { session_id: last.session_id, key: last.key };
           await yieldToOthers();
         }
-        if (report.erased.events > 0 || report.erased_items.items > 0) await shared.store.scrub?.();
+        // And in conflicts (the current and the proposed value) and approvals (the params), by
+        // when they were created: an open conflict is resolved `erased` (its proposed value can
+        // no longer be accepted; its item, last written before it, was cleared just above), a
+        // pending approval is denied and an approved one expires (their params are gone).
+        for (;;) {
+          const batch = await shared.tenantTransaction(tenantId, async (tx) => {
+            await tx.lockChainHead(tenantId);
+            const conflicts = await tx.listExpiredConflicts(tenantId, before, VALUES_BATCH);
+            const approvals = await tx.listExpiredApprovals(tenantId, before, VALUES_BATCH);
+            if (conflicts.length === 0 && approvals.length === 0) return null;
+            const at = shared.now();
+            const drafts: EventDraft[] = [];
+            for (const a of approvals) {
+              if (a.status === 'pending' && !isDue(a, at)) {
+                await denyApproval(tx, tenantId, a, { at, by: 'retention', reasonCode: 'retention' }, drafts);
+              } else if (a.status === 'pending' || a.status === 'approved') {
+                await expireApproval(tx, tenantId, a, at, drafts);
+              }
+            }
+            await shared.append(tx, tenantId, drafts, ctx);
+            const head = await tx.lockChainHead(tenantId);
+            const seq = (head?.seq ?? 0) + 1;
+            await tx.expireConflicts(
+              tenantId,
+              conflicts.map((c) => c.conflict_id),
+              { erasedBy: seq, at },
+            );
+            await tx.expireApprovals(
+              tenantId,
+              approvals.map((a) => a.id),
+              seq,
+            );
+            const event = await appendRetentionErasure(tx, {
+              events: 0,
+              fields: 0,
+              erased: [],
+              conflicts: conflicts.map((c) => c.conflict_id),
+              approvals: approvals.map((a) => a.id),
+            });
+            if (event.seq !== seq) throw new Error(`erasure event at seq ${event.seq}, expected ${seq}`);
+            const full = conflicts.length === VALUES_BATCH || approvals.length === VALUES_BATCH;
+            return { conflicts: conflicts.length, approvals: approvals.length, seq, full };
+          });
+          if (batch === null) break;
+          report.erased_records.conflicts += batch.conflicts;
+          report.erased_records.approvals += batch.approvals;
+          report.erased_records.erasures.push(batch.seq);
+          if (!batch.full) break;
+          await yieldToOthers();
+        }
+        const erasedAny =
+          report.erased.events + report.erased_items.items + report.erased_records.erasures.length > 0;
+        if (erasedAny) await shared.store.scrub?.();
       }
       if (settings.history_after !== undefined) {
         const before = new Date(now - settings.history_after * DAY_MS).toISOString();

@@ -23,6 +23,24 @@ describe('summarizeEvent', () => {
       'payments.transfer → Block (dec_1): over budget',
     ],
     ['action_outcome', { decision_id: 'dec_1', outcome: 'succeeded' }, 'dec_1 succeeded'],
+    [
+      'erasure.completed',
+      { reason: 'retention', events: 3, fields: 4, erased: [], before: '2026-01-01T00:00:00.000Z' },
+      'retention erased 4 field(s) of 3 event(s) older than 2026-01-01T00:00:00.000Z',
+    ],
+    [
+      'erasure.completed',
+      {
+        reason: 'retention',
+        events: 0,
+        fields: 0,
+        erased: [],
+        conflicts: ['cfl_1'],
+        approvals: ['apr_1', 'apr_2'],
+        before: '2026-01-01T00:00:00.000Z',
+      },
+      'retention erased 0 field(s) of 0 event(s), the values of 1 conflict(s), 2 approval(s) older than 2026-01-01T00:00:00.000Z',
+    ],
   ] as const)('%s', (type, data, line) => {
     expect(summarizeEvent({ type, data })).toBe(line);
   });

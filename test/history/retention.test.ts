@@ -160,6 +160,177 @@ describe.each(STORE_TARGETS)('retention runs on $name', (target) => {
     }
   }, 120_000);
 
+  it('values_after erases the values of older conflicts and approvals: open ones resolved, pending denied, approved expired', async () => {
+    const store = await target.open(target.place());
+    const clock = { now: T0 };
+    const gh = createGatehouse({
+      store,
+      clock: () => new Date(clock.now),
+      policy: compilePolicy(`version: 1
+retention:
+  values_after: 1d
+actions:
+  "refunds.*":
+    rules:
+      - name: refund_review
+        when: "true"
+        verdict: Block
+        message: "Refund for {params.to} needs a second look"
+        approval: { expires_in: 7d, allow_self_approval: true }
+`),
+    });
+    const write = (session_id: string, value: string, source: 'user_input' | 'tool_output') =>
+      gh.recordState({ session_id, key: 'budget.limit', value, type: 'fact', source });
+    const refund = async (session_id: string, to: string) =>
+      (await gh.evaluate({ session_id, action: 'refunds.issue', params: { to } })).approval!.id;
+    try {
+      // Day 0: an open conflict and three approvals (pending, approved, denied) in 'old', the same in a held session.
+      await write('old', '5000', 'user_input');
+      const oldConflict = (await write('old', 'Old Secret 6000', 'tool_output')).conflict!.conflict_id;
+      const pending = await refund('old', 'Old Pending');
+      const approved = await refund('old', 'Old Approved');
+      await gh.approve(approved, { comment: 'ok' });
+      const denied = await refund('old', 'Old Denied');
+      await gh.deny(denied, { comment: 'no' });
+      await write('held', '5000', 'user_input');
+      const heldConflict = (await write('held', 'Held Secret', 'tool_output')).conflict!.conflict_id;
+      const heldApproval = await refund('held', 'Held Refundee');
+      await gh.placeHold({ session_id: 'held', reference: 'CASE-9' });
+      // Day 1.5: younger than the cut-off.
+      clock.now = T0 + 1.5 * DAY;
+      await write('new', '5000', 'user_input');
+      const newConflict = (await write('new', 'New Secret', 'tool_output')).conflict!.conflict_id;
+      const newApproval = await refund('new', 'New Refundee');
+      // Erased by a session erasure: retention has nothing left of it to erase.
+      await write('new-erased', '5000', 'user_input');
+      await write('new-erased', 'Erased Secret', 'tool_output');
+      await refund('new-erased', 'Erased Refundee');
+      await gh.eraseSession({ session_id: 'new-erased' });
+
+      clock.now = T0 + 2 * DAY;
+      const run = await gh.runRetention();
+      expect(run.erased_records).toMatchObject({ conflicts: 1, approvals: 3 });
+      expect(run.erased_records.erasures).toHaveLength(1);
+      const by = run.erased_records.erasures[0]!;
+      const marker = { erased: true, by };
+      expect(await gh.getConflict(oldConflict)).toMatchObject({
+        status: 'resolved',
+        resolution: 'erased',
+        current: { value: marker },
+        proposed: { value: marker },
+      });
+      expect(await gh.getApproval(pending)).toMatchObject({
+        status: 'denied',
+        params: marker,
+        reason: marker,
+      });
+      expect(await gh.getApproval(approved)).toMatchObject({ status: 'expired', params: marker });
+      expect(await gh.getApproval(denied)).toMatchObject({ status: 'denied', params: marker, comment: null });
+      expect(await gh.getConflict(heldConflict)).toMatchObject({
+        status: 'open',
+        proposed: { value: 'Held Secret' },
+      });
+      expect(await gh.getConflict(newConflict)).toMatchObject({
+        status: 'open',
+        proposed: { value: 'New Secret' },
+      });
+      expect(await gh.getApproval(heldApproval)).toMatchObject({
+        status: 'pending',
+        params: { to: 'Held Refundee' },
+      });
+      expect(await gh.getApproval(newApproval)).toMatchObject({
+        status: 'pending',
+        params: { to: 'New Refundee' },
+      });
+
+      // What went is named, with no content; the pending one's denial and the approved one's expiry are recorded.
+      const [erasure] = (await gh.readHistory({ type: 'erasure.completed', limit: 1 })).events;
+      expect(erasure).toMatchObject({
+        seq: by,
+        data: { reason: 'retention', conflicts: [oldConflict], approvals: [pending, approved, denied] },
+      });
+      const [denial] = (await gh.readHistory({ type: 'approval.denied', limit: 1 })).events;
+      expect(denial!.data).toMatchObject({
+        approval_id: pending,
+        reason_code: 'retention',
+        decided_by: 'retention',
+      });
+      const [expiry] = (await gh.readHistory({ type: 'approval.expired', limit: 1 })).events;
+      expect(expiry!.data).toMatchObject({ approval_id: approved, previous_status: 'approved' });
+      // Not a byte of the old values is left in either table; the held and the young ones are.
+      const rows = await target.query(
+        store,
+        "SELECT body AS text FROM conflicts UNION ALL SELECT body || coalesce(comment, '') || digest FROM approvals",
+      );
+      const tables = rows.map((r) => String(r['text'])).join('\n');
+      expect(tables).not.toMatch(/Old Secret|Old Pending|Old Approved|Old Denied|"ok"|"no"/);
+      expect(tables).toMatch(/Held Secret/);
+      expect(tables).toMatch(/New Refundee/);
+      expect(await gh.verifyHistory()).toMatchObject({ ok: true });
+
+      // Nothing more; the young ones go once they are old enough.
+      expect((await gh.runRetention()).erased_records.erasures).toEqual([]);
+      clock.now = T0 + 3 * DAY;
+      expect((await gh.runRetention()).erased_records).toMatchObject({ conflicts: 1, approvals: 1 });
+      expect(await gh.getApproval(newApproval)).toMatchObject({ status: 'denied' });
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
+
+  it('the migration that lets retention skip erased conflicts marks those an earlier session erasure erased', async () => {
+    const place = target.place();
+    let store = await target.open(place);
+    const clock = { now: T0 };
+    const open = (s: typeof store) =>
+      createGatehouse({ store: s, clock: () => new Date(clock.now), policy: policy('  values_after: 1d\n') });
+    let gh = open(store);
+    const conflictIn = async (session_id: string, proposed: string) => {
+      clock.now += 1000;
+      await gh.recordState({ session_id, key: 'k.v', value: 'user', type: 'fact', source: 'user_input' });
+      const r = await gh.recordState({
+        session_id,
+        key: 'k.v',
+        value: proposed,
+        type: 'fact',
+        source: 'tool_output',
+      });
+      return r.conflict!.conflict_id;
+    };
+    try {
+      const before = await conflictIn('gone', 'Before Erasure');
+      clock.now += 1000;
+      const erasure = await gh.eraseSession({ session_id: 'gone' });
+      const after = await conflictIn('gone', 'After Erasure');
+      const never = await conflictIn('kept', 'Never Erased');
+      // As the previous version left it: no column, the migration not applied.
+      await target.exec(store, 'ALTER TABLE conflicts DROP COLUMN values_erased_by');
+      await target.exec(
+        store,
+        `DELETE FROM schema_migrations WHERE version = ${target.conflictErasureMigration}`,
+      );
+      await store.close();
+      store = await target.open(place);
+      gh = open(store);
+      const rows = await target.query(store, 'SELECT conflict_id, values_erased_by FROM conflicts');
+      const marks = Object.fromEntries(rows.map((r) => [r['conflict_id'], r['values_erased_by']]));
+      expect(Number(marks[before])).toBe(erasure.erasure!.seq);
+      expect(marks[after]).toBeNull();
+      expect(marks[never]).toBeNull();
+      clock.now = T0 + 2 * DAY;
+      const run = await gh.runRetention();
+      expect(run.erased_records.conflicts).toBe(2);
+      const [event] = (await gh.readHistory({ type: 'erasure.completed', limit: 1 })).events;
+      expect(event!.data['conflicts']).toEqual([after, never]);
+      // The session erasure's marker is kept as it was.
+      expect(await gh.getConflict(before)).toMatchObject({
+        proposed: { value: { erased: true, by: erasure.erasure!.seq } },
+      });
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
+
   it('PUT retention takes the place of the policy and runs the same way', async () => {
     const store = await target.open(target.place());
     const clock = { now: T0 };

@@ -17,6 +17,8 @@ export interface StoreTarget {
   name: 'sqlite' | 'postgres';
   /** The migration version that adds history format 2. */
   formatMigration: number;
+  /** The migration version that adds `conflicts.values_erased_by`. */
+  conflictErasureMigration: number;
   /** A new place for a database (a file, a schema). */
   place(): string;
   open(place: string): Promise<Store>;
@@ -34,6 +36,7 @@ function sqliteTarget(): StoreTarget {
   return {
     name: 'sqlite',
     formatMigration: 9,
+    conflictErasureMigration: 13,
     place() {
       const dir = mkdtempSync(join(tmpdir(), 'gh-format-'));
       dirs.push(dir);
@@ -59,6 +62,7 @@ function postgresTarget(connectionString: string): StoreTarget {
   return {
     name: 'postgres',
     formatMigration: 8,
+    conflictErasureMigration: 12,
     place() {
       const schema = `gh_format_${randomBytes(6).toString('hex')}`;
       schemas.push(schema);

@@ -178,6 +178,24 @@ describe.each(TTL_STORES)('Idempotency-Key responses after an erasure ($name)', 
       expect(await post('/v1/state/items', write('s1', 'Carol Other'), 'k-other', other)).toMatchObject({
         replayed: true,
       });
+
+      // Retention's erasure names no session: an answer kept before it is not replayed, as any
+      // of its values may be among the ones it erased; the other tenant's still is.
+      expect((await post('/v1/state/items', write('s3', 'Dora Old'), 'k-s3')).status).toBe(201);
+      const twoDaysOn = createGatehouse({ store, clock: () => new Date(Date.now() + 2 * 86_400_000) });
+      await twoDaysOn.putRetention({ values_after: '1d' });
+      expect((await twoDaysOn.runRetention()).erased_items.items).toBeGreaterThan(0);
+      const afterRetention = await post('/v1/state/items', write('s3', 'Dora Old'), 'k-s3');
+      expect(JSON.parse(afterRetention.text)).toMatchObject({
+        code: 'response_erased',
+        detail: expect.stringMatching(
+          /session s3, which was erased after it was kept \(the session, or its older values by retention\)/,
+        ),
+      });
+      expect(afterRetention.text).not.toContain('Dora');
+      expect(await post('/v1/state/items', write('s1', 'Carol Other'), 'k-other', other)).toMatchObject({
+        replayed: true,
+      });
     } finally {
       await server?.close();
       app.close();
