@@ -3,7 +3,8 @@
 // event-sized row per operation, in the same process, with the store's pragmas (WAL,
 // synchronous=NORMAL), interleaved in rounds with the subject.
 
-import { applyStorePragmas, isTable, load, openBareSqlite, scratchDir } from './lib/env.js';
+import { commitFloor } from './lib/commitFloor.js';
+import { applyStorePragmas, load, openBareSqlite, scratchDir } from './lib/env.js';
 import { compareInterleaved } from './lib/measure.js';
 import { BENCH_POLICY_YAML, evaluateRequests, OWNER_SOURCES, sessionItems } from './lib/workload.js';
 
@@ -37,52 +38,19 @@ export async function run({ quick }) {
       if (d.reasons.some((x) => x.rule === 'policy_error'))
         throw new Error(`policy error on ${r.action}: ${d.reason}`);
     }
-    const rows = store.database
-      .prepare(`SELECT * FROM events WHERE type = 'gate_evaluation' ORDER BY seq DESC LIMIT ?`)
-      .all(requests.length);
-    const floorRows = rows.map((r) => ({ ...r, tenant_id: 'default' }));
+    // The store's own write path without the core: the same event rows into the real events table
+    // (its indexes and triggers), plus the chain head where the build keeps one in a table (before
+    // SQLite migration 7), one transaction each, on the store's connection.
+    const events = commitFloor(openSqliteStore, store.database, `${scratch.dir}/writes.db`, {
+      count: requests.length,
+      values: false,
+    });
+    const floorRows = events.rows.map(({ value_fields: _, ...r }) => ({ ...r, tenant_id: 'default' }));
 
     const floorDb = await openBareSqlite(`${scratch.dir}/floor.db`);
     applyStorePragmas(floorDb);
     floorDb.exec(FLOOR_TABLE);
     const insert = floorDb.prepare('INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
-
-    // The store's own write path without the core: the same event rows into the real events table
-    // (its indexes and triggers), plus the chain head where the build keeps one in a table (before
-    // SQLite migration 7), one transaction each, on the store's connection.
-    const writeStore = openSqliteStore({ filename: `${scratch.dir}/writes.db` });
-    const wdb = writeStore.database;
-    const insertEvent = wdb.prepare(
-      `INSERT INTO events (tenant_id, seq, event_id, type, session_id, decision_id, occurred_at, data, prev_hash, hash)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
-    const upsertHead = isTable(wdb, 'chain_heads')
-      ? wdb.prepare(
-          `INSERT INTO chain_heads (tenant_id, seq, hash) VALUES (?, ?, ?)
-           ON CONFLICT (tenant_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash`,
-        )
-      : null;
-    // Prepared BEGIN/COMMIT: the same calls on the store's connection of any build.
-    const begin = wdb.prepare('BEGIN IMMEDIATE');
-    const commit = wdb.prepare('COMMIT');
-    const appendRow = (i) => {
-      begin.run();
-      const r = floorRows[i % floorRows.length];
-      insertEvent.run(
-        'default',
-        i + 1,
-        `${r.event_id}${i}`,
-        r.type,
-        r.session_id,
-        `${r.decision_id}${i}`,
-        r.occurred_at,
-        r.data,
-        r.prev_hash,
-        r.hash,
-      );
-      upsertHead?.run('default', i + 1, r.hash);
-      commit.run();
-    };
 
     const policy = gatehouse.policy;
     const items = await store.listItems('default', 'bench');
@@ -109,7 +77,7 @@ export async function run({ quick }) {
             );
           },
         },
-        events_table: { op: (i) => appendRow(i) },
+        events_table: { op: (i) => events.op(i) },
         evaluate: { op: (i) => gatehouse.evaluate(requests[i % requests.length]) },
         // 16 callers at once, as 16 agents' tool calls or 16 HTTP requests of one turn: one op is all
         // 16 settled (each caller waits for the same COMMIT), so ops/s below is 16 × this loop's.
@@ -138,7 +106,7 @@ export async function run({ quick }) {
       { rounds: quick ? 2 : 5, msPerRound: quick ? 700 : 1500 },
     );
     floorDb.close();
-    await writeStore.close();
+    await events.close();
     await store.close();
 
     const base = results.floor.ops_per_s;

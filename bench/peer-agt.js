@@ -14,6 +14,7 @@
 // bounds what a history written on the caller's thread could give one caller at a time.
 
 import { createRequire } from 'node:module';
+import { commitFloor } from './lib/commitFloor.js';
 import { load, scratchDir } from './lib/env.js';
 import { compareInterleaved } from './lib/measure.js';
 import { BENCH_POLICY_YAML, evaluateRequests, OWNER_SOURCES, sessionItems } from './lib/workload.js';
@@ -139,12 +140,21 @@ export async function run({ quick }) {
       throw new Error('the peer and Gatehouse disagree on an over-budget transfer');
     }
 
+    // The floor under a durable decision one at a time: its two rows (event and values) committed
+    // by the store's connection with nothing decided, hashed or checked.
+    for (const r of requests) await gatehouse.evaluate(r);
+    const commitOnly = commitFloor(openSqliteStore, store.database, `${scratch.dir}/commit.db`, {
+      count: requests.length,
+      values: true,
+    });
+
     const results = await compareInterleaved(
       {
         agt: { op: (i) => agtEvaluate(requests[i % requests.length]) },
         gatehouse: { op: (i) => gatehouse.evaluate(requests[i % requests.length]) },
         policy: { op: (i) => policyOnly(requests[i % requests.length]) },
         memory: { op: (i) => inMemory.gatehouse.evaluate(requests[i % requests.length]) },
+        commit: { op: (i) => commitOnly.op(i) },
         gatehouse16: {
           op: (i) =>
             Promise.all(
@@ -158,6 +168,7 @@ export async function run({ quick }) {
     );
     await store.close();
     await inMemory.store.close();
+    await commitOnly.close();
     if (!audit.verify()) throw new Error("the peer's audit chain does not verify");
 
     const base = results.agt.ops_per_s;
@@ -191,6 +202,12 @@ export async function run({ quick }) {
           ratio: results.memory.ops_per_s / base,
         },
         {
+          name: 'commit_only',
+          label: "a decision's two rows committed alone, nothing decided (the durable floor, one at a time)",
+          ...results.commit,
+          ratio: results.commit.ops_per_s / base,
+        },
+        {
           name: 'policy_only',
           label: "Gatehouse's policy.evaluate() alone, in memory, nothing recorded (engine vs engine)",
           ...results.policy,
@@ -217,6 +234,7 @@ export async function run({ quick }) {
         "AGT's rules are the nearest its condition language allows (no string functions, no field-to-field compare): they do less than the CEL rules.",
         'AGT keeps its audit log in memory (10,000 entries); every Gatehouse decision is committed to a SQLite file (WAL, synchronous=NORMAL) before it returns.',
         'The in-memory row is the whole decision without the file: one caller at a time, no durable history written on the same thread can beat it.',
+        'The commit-only row is the file without the decision: a durable evaluate one at a time runs below it, whatever the decision costs.',
       ],
     };
   } finally {
