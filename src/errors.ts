@@ -46,6 +46,11 @@ export interface GatehouseErrorOptions {
    * (`WWW-Authenticate: Bearer error="insufficient_scope"`).
    */
   requiredScope?: string;
+  /**
+   * For `forbidden` with `requiredScope`, when the caller holds an IdP token: its issuer, so the
+   * challenge names a scope value of that issuer's mapping, not another's.
+   */
+  tokenIssuer?: string | undefined;
   /** For `unauthorized` from a bearer token: `invalid_token` (RFC 6750), set when a token was sent. */
   tokenError?: 'invalid_token';
 }
@@ -60,6 +65,7 @@ export class GatehouseError extends Error {
   readonly errors: FieldError[];
   readonly retryAfter: number | undefined;
   readonly requiredScope: string | undefined;
+  readonly tokenIssuer: string | undefined;
   readonly tokenError: 'invalid_token' | undefined;
 
   constructor(code: ErrorCode, message: string, options: GatehouseErrorOptions = {}) {
@@ -69,6 +75,7 @@ export class GatehouseError extends Error {
     this.errors = options.errors ?? [];
     this.retryAfter = options.retryAfter;
     this.requiredScope = options.requiredScope;
+    this.tokenIssuer = options.tokenIssuer;
     this.tokenError = options.tokenError;
   }
 }

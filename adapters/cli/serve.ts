@@ -14,18 +14,17 @@ import {
   type Gatehouse,
   GatehouseError,
   parseIdentityConfig,
-  type Scope,
   startRetentionSchedule,
   systemRandomBytes,
   type TokenAuthenticator,
 } from '../../src/index.js';
 import {
-  bearerChallenge,
   createHttpApp,
   createMetrics,
   protectedResourceUrls,
   type RunningServer,
   startHttpServer,
+  stepUpChallenge,
 } from '../http/index.js';
 import { createMcpHttpHandler, defaultAllowedHosts, isWildcardAddress } from '../mcp/index.js';
 import {
@@ -179,7 +178,14 @@ export async function startService(
     console: config.ui && identity?.consoleSignIn ? { signIn: identity.consoleSignIn } : config.ui,
     ...(identity ? { identity: { tokens: identity.tokens, publicUrl: identity.publicUrl } } : {}),
     mcp: createMcpHttpHandler({
-      ...(identity ? { insufficientScopeChallenge: stepUpChallenge(identity) } : {}),
+      ...(identity
+        ? {
+            insufficientScopeChallenge: stepUpChallenge({
+              tokens: identity.tokens,
+              resourceMetadataUrl: protectedResourceUrls(identity.publicUrl).metadata,
+            }),
+          }
+        : {}),
       gatehouse,
       logger: log,
       maxBodyBytes: config.maxBodyBytes,
@@ -270,19 +276,6 @@ export async function startService(
       return closed;
     },
   };
-}
-
-/** The `WWW-Authenticate` value a tool call answers when a token lacks the tool's scope. */
-function stepUpChallenge(identity: { tokens: TokenAuthenticator; publicUrl: string }) {
-  const options = {
-    tokens: identity.tokens,
-    resourceMetadataUrl: protectedResourceUrls(identity.publicUrl).metadata,
-  };
-  return (scope: Scope): string =>
-    bearerChallenge(
-      options,
-      new GatehouseError('forbidden', 'insufficient scope', { requiredScope: scope }),
-    ) ?? 'Bearer error="insufficient_scope"';
 }
 
 /** The banner `serve` prints on stdout: where it runs and how to use it. */

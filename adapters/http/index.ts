@@ -3,7 +3,7 @@ export { createHttpApp, type HttpApp, type HttpAppOptions } from './app.js';
 export { createIdempotency, type Idempotency, type IdempotencyOptions } from './idempotency.js';
 export { createMetrics, type Metrics } from './metrics.js';
 export { buildOpenApiDocument } from './openapi.js';
-export { bearerChallenge, type IdentityOptions } from './pipeline.js';
+export { bearerChallenge, type IdentityOptions, stepUpChallenge } from './pipeline.js';
 export {
   PROBLEM_DESCRIPTIONS,
   type ProblemBody,

@@ -143,7 +143,7 @@ export function bearerChallenge(identity: IdentityOptions, error: GatehouseError
     const scope = defaultScopes(identity.tokens);
     if (scope.length > 0) parts.push(`scope=${quote(scope.join(' '))}`);
   } else if (error.code === 'forbidden' && error.requiredScope !== undefined) {
-    const scope = identity.tokens.scopesGranting(error.requiredScope as Scope);
+    const scope = identity.tokens.scopesGranting(error.requiredScope as Scope, error.tokenIssuer);
     parts.push('error="insufficient_scope"');
     if (scope.length > 0) parts.push(`scope=${quote(scope[0]!)}`);
     parts.push(`resource_metadata=${quote(identity.resourceMetadataUrl)}`);
@@ -151,6 +151,19 @@ export function bearerChallenge(identity: IdentityOptions, error: GatehouseError
     return undefined;
   }
   return `Bearer ${parts.join(', ')}`;
+}
+
+/**
+ * What the MCP handler answers a tool call beyond a token's scopes with
+ * (`insufficientScopeChallenge`): the {@link bearerChallenge} of that scope, named as the token's
+ * issuer maps it.
+ */
+export function stepUpChallenge(identity: IdentityOptions): (scope: Scope, issuer: string) => string {
+  return (scope, issuer) =>
+    bearerChallenge(
+      identity,
+      new GatehouseError('forbidden', 'insufficient scope', { requiredScope: scope, tokenIssuer: issuer }),
+    ) ?? 'Bearer error="insufficient_scope"';
 }
 
 /** What a first authorization asks for: every mapped scope value except those granting `admin`. */

@@ -27,13 +27,13 @@ export interface McpHttpHandlerOptions extends HostOriginCheckOptions {
    */
   maxBodyBytes?: number;
   /**
-   * The `WWW-Authenticate` value asking a token holder for `scope`. With it, a `tools/call` by a
+   * The `WWW-Authenticate` value asking a holder of a token from `issuer` for `scope`. With it, a `tools/call` by a
    * token that lacks the tool's scope is answered HTTP 403 `insufficient_scope` (the MCP
    * authorization spec's step-up, which clients act on) instead of a tool error; an API key
    * holder, who cannot step up, still gets the tool error.
    * @default none: tool errors for everyone
    */
-  insufficientScopeChallenge?: (scope: Scope) => string;
+  insufficientScopeChallenge?: (scope: Scope, issuer: string) => string;
 }
 
 /**
@@ -233,7 +233,10 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
       }),
       {
         status: 403,
-        headers: { 'content-type': 'application/json', 'www-authenticate': challenge(tool.scope) },
+        headers: {
+          'content-type': 'application/json',
+          'www-authenticate': challenge(tool.scope, principal.record.iss),
+        },
       },
     );
   }

@@ -4,7 +4,7 @@
  * trust) its holder may claim.
  */
 import { hash, timingSafeEqual } from 'node:crypto';
-import { GatehouseError } from '../errors.js';
+import { GatehouseError, type GatehouseErrorOptions } from '../errors.js';
 import type { IdGenerator, RandomBytes } from '../runtime.js';
 import { KeyLabelSchema, type Scope } from '../schemas.js';
 import type { KeyStore, StoredApiKey } from '../store.js';
@@ -147,14 +147,28 @@ export function hasScope(principal: Pick<Principal, 'scopes'>, scope: Scope | re
 /**
  * @throws {GatehouseError} `forbidden` when the principal lacks `scope` (for a list: all of them)
  */
-export function requireScope(principal: Pick<Principal, 'scopes'>, scope: Scope | readonly Scope[]): void {
+export function requireScope(
+  principal: Pick<Principal, 'scopes'> & { record?: PrincipalRecord | undefined },
+  scope: Scope | readonly Scope[],
+): void {
   if (!hasScope(principal, scope)) {
     const named =
       typeof scope === 'string'
         ? `the '${scope}' scope`
         : `one of the scopes ${scope.map((s) => `'${s}'`).join(', ')}`;
     throw new GatehouseError('forbidden', `This API key lacks ${named}.`, {
-      ...(typeof scope === 'string' ? { requiredScope: scope } : {}),
+      ...(typeof scope === 'string' ? missingScope(scope, principal.record) : {}),
     });
   }
+}
+
+/**
+ * The options of a `forbidden` error for a missing scope: the scope, and the issuer of the
+ * caller's token when it holds one (see {@link GatehouseErrorOptions.tokenIssuer}).
+ */
+export function missingScope(
+  scope: Scope,
+  record: PrincipalRecord | undefined,
+): Pick<GatehouseErrorOptions, 'requiredScope' | 'tokenIssuer'> {
+  return { requiredScope: scope, ...(record?.kind === 'oidc' ? { tokenIssuer: record.iss } : {}) };
 }

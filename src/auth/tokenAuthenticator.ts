@@ -44,8 +44,11 @@ export interface TokenAuthenticator {
    *   `unavailable` when the issuer's keys or introspection cannot be reached
    */
   authenticate(token: string, target: TokenTarget): Promise<Principal>;
-  /** The token scope values that grant `scope` (or `admin`): what a step-up asks for. */
-  scopesGranting(scope: Scope): string[];
+  /**
+   * The token scope values that grant `scope` (or `admin`): what a step-up asks for. With
+   * `issuer`, only that issuer's: a value another issuer maps means nothing to the caller's.
+   */
+  scopesGranting(scope: Scope, issuer?: string): string[];
   /** Every token scope value the configuration maps (`scopes_supported`). */
   readonly scopesSupported: readonly string[];
   /** The trusted issuers (`authorization_servers`). */
@@ -345,9 +348,10 @@ export function createTokenAuthenticator(options: TokenAuthenticatorOptions): To
       // A JWS compact token has three dot-separated parts; anything else is opaque.
       return token.split('.').length === 3 ? verifyJwt(token, target) : introspect(token, target);
     },
-    scopesGranting(scope) {
+    scopesGranting(scope, only) {
       const granting = new Set<string>();
       for (const issuer of options.config.issuers) {
+        if (only !== undefined && issuer.issuer !== only) continue;
         for (const rule of issuer.map) {
           if (!isScopeClaim(rule.claim)) continue;
           if (rule.scopes.includes(scope) || rule.scopes.includes('admin')) granting.add(rule.value);

@@ -5,7 +5,7 @@
  * tampering and webhook receivers can erase their copies. See docs/data-lifecycle.md.
  */
 import { callerIdentity, IN_PROCESS_CALLER } from '../approvals/approverCheck.js';
-import { hasScope } from '../auth/apiKeys.js';
+import { hasScope, missingScope } from '../auth/apiKeys.js';
 import { GatehouseError } from '../errors.js';
 import type { CallContext, Gatehouse } from '../gatehouseTypes.js';
 import {
@@ -141,7 +141,7 @@ export function erasureOperations(
             throw new GatehouseError(
               'forbidden',
               `Session '${input.session_id}' is already tagged with another subject; moving it takes it out of that subject's erasure requests and needs the 'data:erase' scope.`,
-              { requiredScope: 'data:erase' },
+              missingScope('data:erase', ctx.principal),
             );
           }
         }

@@ -4,7 +4,7 @@
  * pruned unless the request overrides it explicitly, and the override is an event in the chain.
  */
 import { callerIdentity, IN_PROCESS_CALLER } from '../approvals/approverCheck.js';
-import { hasScope } from '../auth/apiKeys.js';
+import { hasScope, missingScope } from '../auth/apiKeys.js';
 import { GatehouseError } from '../errors.js';
 import type { CallContext, Gatehouse } from '../gatehouseTypes.js';
 import { type LegalHold, PlaceHoldInputSchema } from '../history/legalHoldSchemas.js';
@@ -48,7 +48,7 @@ export async function enforceHolds(
     throw new GatehouseError(
       'forbidden',
       `Legal hold ${names} covers this ${job.operation}, and override_hold needs the 'admin' scope (as placing and releasing a hold does).`,
-      { requiredScope: 'admin' },
+      missingScope('admin', job.ctx?.principal),
     );
   }
   await shared.append(

@@ -10,7 +10,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpApp, type HttpApp } from '../../adapters/http/index.js';
-import { bearerChallenge } from '../../adapters/http/pipeline.js';
+import { stepUpChallenge } from '../../adapters/http/pipeline.js';
 import { protectedResourceUrls } from '../../adapters/http/protectedResource.js';
 import { createMcpHttpHandler } from '../../adapters/mcp/index.js';
 import { openSqliteStore } from '../../adapters/sqlite/index.js';
@@ -20,10 +20,8 @@ import {
   createIdGenerator,
   createTokenAuthenticator,
   type Gatehouse,
-  GatehouseError,
   type IdentityConfig,
   parseIdentityConfig,
-  type Scope,
   systemRandomBytes,
 } from '../../src/index.js';
 import { CLIENT_SECRET, startTestIdp, type TestIdp } from './testIdp.js';
@@ -53,11 +51,7 @@ function buildApp(config: IdentityConfig): HttpApp {
     identity: { tokens, publicUrl: PUBLIC_URL },
     mcp: createMcpHttpHandler({
       gatehouse,
-      insufficientScopeChallenge: (scope: Scope) =>
-        bearerChallenge(
-          { tokens, resourceMetadataUrl: metadata },
-          new GatehouseError('forbidden', 'x', { requiredScope: scope }),
-        )!,
+      insufficientScopeChallenge: stepUpChallenge({ tokens, resourceMetadataUrl: metadata }),
     }),
   });
 }
@@ -255,6 +249,73 @@ describe('tokens from the IdP', () => {
     expect(res.headers.get('www-authenticate')).toContain(
       'error="insufficient_scope", scope="gatehouse.write"',
     );
+  });
+
+  it("a step-up names the scope value the token's own issuer maps, not another issuer's", async () => {
+    // Another trusted issuer, listed first, maps its own value to the same scopes; its keys are
+    // never fetched (no token of it is sent).
+    const other = {
+      issuer: 'https://other-idp.test',
+      jwks_uri: 'https://other-idp.test/jwks',
+      audiences: [V1_AUDIENCE],
+      tenant: 'acme',
+      map: [{ claim: 'scope', value: 'other.write', scopes: ['state:write', 'gate:evaluate'] }],
+    };
+    const twoApp = buildApp(
+      parseIdentityConfig({
+        issuers: [other, { issuer: idp.issuer, audiences: [V1_AUDIENCE], tenant: 'acme', map: RULES }],
+      }),
+    );
+    try {
+      const v1Token = await idp.clientCredentials({
+        clientId: 'reader',
+        resource: V1_AUDIENCE,
+        scope: 'gatehouse.read',
+      });
+      const res = await twoApp.request('/v1/state/items', {
+        method: 'POST',
+        headers: { ...bearer(v1Token), 'content-type': 'application/json' },
+        body: JSON.stringify({
+          session_id: 's9',
+          key: 'k.v',
+          value: 'v',
+          type: 'fact',
+          source: 'user_input',
+        }),
+      });
+      expect(res.status).toBe(403);
+      expect(res.headers.get('www-authenticate')).toContain(
+        'error="insufficient_scope", scope="gatehouse.write"',
+      );
+      const mcpToken = await idp.clientCredentials({
+        clientId: 'reader',
+        resource: MCP_RESOURCE,
+        scope: 'gatehouse.read',
+      });
+      const call = await twoApp.request('/mcp', {
+        method: 'POST',
+        headers: {
+          ...bearer(mcpToken),
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: {
+            name: 'record_state',
+            arguments: { session_id: 's9', key: 'k.v', value: 'v', type: 'fact', source: 'user_input' },
+          },
+        }),
+      });
+      expect(call.status).toBe(403);
+      expect(call.headers.get('www-authenticate')).toContain('scope="gatehouse.write"');
+      // A first authorization (401) still offers every issuer's values: the client has not said whose token it holds.
+      expect((await twoApp.request('/v1/me')).headers.get('www-authenticate')).toContain('other.write');
+    } finally {
+      twoApp.close();
+    }
   });
 
   it('API keys keep working on /v1 and /mcp beside tokens', async () => {
