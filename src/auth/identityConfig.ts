@@ -67,10 +67,12 @@ export const IssuerConfigSchema = z
     /** Clock skew allowed on `exp` and `nbf`, in seconds, at most 300. @default 30 */
     clock_tolerance_seconds: z.number().int().min(0).max(300).default(30),
     /**
-     * How long after a key-set fetch an unknown `kid` waits before the set is fetched again.
+     * How long after a key-set fetch an unknown `kid` waits before the set is fetched again, at
+     * least 1: anyone can send a token with a made-up `kid`, and without a pause each would make
+     * Gatehouse fetch the issuer's key set.
      * @default 30
      */
-    jwks_cooldown_seconds: z.number().int().min(0).max(3600).default(30),
+    jwks_cooldown_seconds: z.number().int().min(1).max(3600).default(30),
     /** The one tenant this issuer's tokens reach. */
     tenant: z.string().min(1).optional(),
     /** Or: the claim naming the tenant, which must be one of `tenants`. */

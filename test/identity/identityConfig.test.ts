@@ -28,6 +28,12 @@ describe('parseIdentityConfig', () => {
     });
   });
 
+  it('refuses a key-set cooldown of 0: every made-up kid would fetch the key set', () => {
+    expect(problems({ issuers: [{ issuer, tenant: 'acme', map, jwks_cooldown_seconds: 0 }] })).toEqual([
+      expect.stringMatching(/^issuers\.0\.jwks_cooldown_seconds: /),
+    ]);
+  });
+
   it('needs exactly one of tenant or tenant_claim, and tenant_claim needs the allowed list', () => {
     expect(problems({ issuers: [{ issuer, map }] })).toEqual([
       expect.stringMatching(/^issuers\.0\.tenant: give either/),

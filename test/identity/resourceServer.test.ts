@@ -5,6 +5,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout } from 'node:timers/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose';
@@ -425,7 +426,7 @@ describe('key rotation', () => {
           {
             issuer: idp.issuer,
             jwks_uri: `http://127.0.0.1:${port}/jwks`,
-            jwks_cooldown_seconds: 0,
+            jwks_cooldown_seconds: 1,
             audiences: [V1_AUDIENCE],
             tenant: 'acme',
             map: RULES,
@@ -446,10 +447,21 @@ describe('key rotation', () => {
     const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
     const next = { ...(await exportJWK(privateKey)), kid: 'idp-key-2' };
     const rotated = await forge({}, { key: next });
+    // The first fetch was at start-up's first token: past the cooldown, an unknown kid refetches.
+    await setTimeout(1100);
     const refused = await me(rotated);
     expect(refused.status).toBe(401);
     expect(fetches).toBe(2);
+    // A burst of made-up kids within the cooldown fetches nothing more.
+    const made = await Promise.all(
+      Array.from({ length: 20 }, async (_, i) =>
+        me(await forge({}, { key: { ...next, kid: `made-up-${i}` } })),
+      ),
+    );
+    expect(made.every((r) => r.status === 401)).toBe(true);
+    expect(fetches).toBe(2);
     keys = [idp.publicJwk, { ...(await exportJWK(publicKey)), kid: 'idp-key-2', alg: 'ES256' }];
+    await setTimeout(1100);
     expect((await me(rotated)).status).toBe(200);
     expect(fetches).toBe(3);
     // Known keys need no fetch.
