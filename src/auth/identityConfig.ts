@@ -32,7 +32,10 @@ const HttpUrl = z
 /** One claim rule: when `claim` holds `value`, the token gets these scopes, labels and sources. */
 export const ClaimRuleSchema = z
   .object({
-    /** A claim name, dotted for nested claims (`realm_access.roles`). `scope` and `scp` are split on spaces. */
+    /**
+     * A claim name (`https://example.com/roles` as it stands), or a dotted path into nested
+     * claims (`realm_access.roles`). `scope` and `scp` are split on spaces.
+     */
     claim: z.string().min(1),
     /** The value to find (equal to a string claim, or an entry of a list claim). */
     value: z.string().min(1),

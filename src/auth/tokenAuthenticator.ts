@@ -59,14 +59,19 @@ const invalid = (message: string, cause?: unknown) =>
   new GatehouseError('unauthorized', message, { tokenError: 'invalid_token', cause });
 
 /**
- * A claim by dotted path, as a list of strings. A scope claim written as one string is split on
- * spaces: `scope` always is (RFC 8693, RFC 9068), and Entra ID writes `scp` that way too.
+ * A claim by name, or by dotted path into nested claims, as a list of strings: a top-level claim
+ * whose name holds dots (Auth0's namespaced `https://example.com/roles`) is found by its whole
+ * name first. A scope claim written as one string is split on spaces: `scope` always is
+ * (RFC 8693, RFC 9068), and Entra ID writes `scp` that way too.
  */
 function claimValues(payload: Record<string, unknown>, claim: string): string[] {
   let value: unknown = payload;
-  for (const part of claim.split('.')) {
-    if (value === null || typeof value !== 'object') return [];
-    value = (value as Record<string, unknown>)[part];
+  if (Object.hasOwn(payload, claim)) value = payload[claim];
+  else {
+    for (const part of claim.split('.')) {
+      if (value === null || typeof value !== 'object') return [];
+      value = Object.hasOwn(value, part) ? (value as Record<string, unknown>)[part] : undefined;
+    }
   }
   if (typeof value === 'string') return isScopeClaim(claim) ? value.split(' ').filter(Boolean) : [value];
   if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string');

@@ -398,6 +398,37 @@ describe('refusals, each on its own', () => {
     expect(await refused(`${header}.${payload}.${signature}`)).toMatch(/algorithm/);
   });
 
+  it('maps a namespaced claim by its whole name and a nested one by its path', async () => {
+    const claimsApp = buildApp(
+      parseIdentityConfig({
+        issuers: [
+          {
+            issuer: idp.issuer,
+            audiences: [V1_AUDIENCE],
+            tenant: 'acme',
+            map: [
+              { claim: 'https://gatehouse.test/roles', value: 'approver', scopes: ['approvals:decide'] },
+              { claim: 'realm_access.roles', value: 'reader', scopes: ['state:read'] },
+            ],
+          },
+        ],
+      }),
+    );
+    try {
+      const scopesOf = async (claims: Record<string, unknown>) => {
+        const res = await claimsApp.request('/v1/me', {
+          headers: bearer(await forge({ scope: '', ...claims })),
+        });
+        return res.status === 200 ? ((await res.json()) as { scopes: string[] }).scopes : res.status;
+      };
+      expect(await scopesOf({ 'https://gatehouse.test/roles': ['approver'] })).toEqual(['approvals:decide']);
+      expect(await scopesOf({ realm_access: { roles: ['reader'] } })).toEqual(['state:read']);
+      expect(await scopesOf({ realm_access: { roles: ['nobody'] } })).toBe(403);
+    } finally {
+      claimsApp.close();
+    }
+  });
+
   it('a valid token that maps to no Gatehouse scope is a clear 403', async () => {
     const res = await get('/v1/me', await forge({ scope: 'profile email' }));
     expect(res.status).toBe(403);
