@@ -87,8 +87,8 @@ async function get(path: string, token?: string) {
   return app.request(path, { headers: token === undefined ? {} : bearer(token) });
 }
 
-async function mcpCall(token: string, method: string, params: Record<string, unknown>) {
-  return app.request('/mcp', {
+async function mcpCall(token: string, method: string, params: Record<string, unknown>, target = app) {
+  return target.request('/mcp', {
     method: 'POST',
     headers: {
       ...bearer(token),
@@ -97,6 +97,25 @@ async function mcpCall(token: string, method: string, params: Record<string, unk
     },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
   });
+}
+
+/** A write by a token holding only `gatehouse.read`, on `/v1` (an item) and on `/mcp` (`record_state`). */
+async function readerWrites(target: HttpApp): Promise<{ v1: Response; mcp: Response }> {
+  const reader = (resource: string) =>
+    idp.clientCredentials({ clientId: 'reader', resource, scope: 'gatehouse.read' });
+  const item = { session_id: 's1', key: 'budget.limit', value: '11', type: 'fact', source: 'user_input' };
+  const v1 = await target.request('/v1/state/items', {
+    method: 'POST',
+    headers: { ...bearer(await reader(V1_AUDIENCE)), 'content-type': 'application/json' },
+    body: JSON.stringify(item),
+  });
+  const mcp = await mcpCall(
+    await reader(MCP_RESOURCE),
+    'tools/call',
+    { name: 'record_state', arguments: item },
+    target,
+  );
+  return { v1, mcp };
 }
 
 /** A token signed with the IdP's own key but with claims the IdP would never issue. */
@@ -230,24 +249,9 @@ describe('tokens from the IdP', () => {
   });
 
   it('a /v1 operation beyond the token scopes is 403 insufficient_scope with the scope value', async () => {
-    const token = await idp.clientCredentials({
-      clientId: 'reader',
-      resource: V1_AUDIENCE,
-      scope: 'gatehouse.read',
-    });
-    const res = await app.request('/v1/state/items', {
-      method: 'POST',
-      headers: { ...bearer(token), 'content-type': 'application/json' },
-      body: JSON.stringify({
-        session_id: 's1',
-        key: 'budget.limit',
-        value: '11',
-        type: 'fact',
-        source: 'user_input',
-      }),
-    });
-    expect(res.status).toBe(403);
-    expect(res.headers.get('www-authenticate')).toContain(
+    const { v1 } = await readerWrites(app);
+    expect(v1.status).toBe(403);
+    expect(v1.headers.get('www-authenticate')).toContain(
       'error="insufficient_scope", scope="gatehouse.write"',
     );
   });
@@ -268,50 +272,13 @@ describe('tokens from the IdP', () => {
       }),
     );
     try {
-      const v1Token = await idp.clientCredentials({
-        clientId: 'reader',
-        resource: V1_AUDIENCE,
-        scope: 'gatehouse.read',
-      });
-      const res = await twoApp.request('/v1/state/items', {
-        method: 'POST',
-        headers: { ...bearer(v1Token), 'content-type': 'application/json' },
-        body: JSON.stringify({
-          session_id: 's9',
-          key: 'k.v',
-          value: 'v',
-          type: 'fact',
-          source: 'user_input',
-        }),
-      });
-      expect(res.status).toBe(403);
-      expect(res.headers.get('www-authenticate')).toContain(
-        'error="insufficient_scope", scope="gatehouse.write"',
-      );
-      const mcpToken = await idp.clientCredentials({
-        clientId: 'reader',
-        resource: MCP_RESOURCE,
-        scope: 'gatehouse.read',
-      });
-      const call = await twoApp.request('/mcp', {
-        method: 'POST',
-        headers: {
-          ...bearer(mcpToken),
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-        },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'tools/call',
-          params: {
-            name: 'record_state',
-            arguments: { session_id: 's9', key: 'k.v', value: 'v', type: 'fact', source: 'user_input' },
-          },
-        }),
-      });
-      expect(call.status).toBe(403);
-      expect(call.headers.get('www-authenticate')).toContain('scope="gatehouse.write"');
+      const { v1, mcp } = await readerWrites(twoApp);
+      for (const res of [v1, mcp]) {
+        expect(res.status).toBe(403);
+        expect(res.headers.get('www-authenticate')).toContain(
+          'error="insufficient_scope", scope="gatehouse.write"',
+        );
+      }
       // A first authorization (401) still offers every issuer's values: the client has not said whose token it holds.
       expect((await twoApp.request('/v1/me')).headers.get('www-authenticate')).toContain('other.write');
     } finally {
