@@ -125,7 +125,7 @@ function retentionSection(view: RetentionView, ctx: PageContext): HTMLElement {
     h(
       'p',
       { class: 'muted', id: 'values-after-help' },
-      'Values (what callers wrote) of older events are erased; the envelopes stay. Empty: kept for good.',
+      'Older values that callers wrote are erased, in events, state items, conflicts and approvals; the envelopes stay. Empty: kept for good.',
     ),
     h(
       'p',
