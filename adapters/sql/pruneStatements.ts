@@ -126,17 +126,24 @@ export function expireItems(
   ]);
 }
 
+/** An approval whose params are kept: as its partial index and retention's query both say it. */
+const APPROVAL_PARAMS_KEPT = "substr(digest, 1, 7) <> 'erased:'";
+
 /**
  * `conflicts.values_erased_by`: the seq of the `erasure.completed` event that erased a conflict's
  * values (an erasure of its session, or retention), NULL while they are kept. Conflicts of
  * sessions erased before the column existed get their session's erasure; one created in the
  * erasure's millisecond is left NULL (erased again by retention, never wrongly skipped).
+ * Retention finds what it has left to erase through two partial indexes, oldest first: the
+ * records already erased, which stay, are not in them.
  */
 export const CONFLICT_VALUES_ERASED_BY = (types: { integer: string }) => `
 ALTER TABLE conflicts ADD COLUMN values_erased_by ${types.integer};
 UPDATE conflicts SET values_erased_by = (SELECT max(e.seq) FROM events e WHERE e.tenant_id = conflicts.tenant_id
   AND e.session_id = conflicts.session_id AND e.type = 'erasure.completed' AND e.type <> 'gate_evaluation'
   AND e.occurred_at > conflicts.created_at);
+CREATE INDEX conflicts_values_kept ON conflicts (tenant_id, created_at, conflict_id) WHERE values_erased_by IS NULL;
+CREATE INDEX approvals_params_kept ON approvals (tenant_id, created_at, approval_id) WHERE ${APPROVAL_PARAMS_KEPT};
 `;
 
 /** Held sessions of a tenant (its one parameter): what retention leaves alone. */
@@ -149,12 +156,15 @@ const NOT_HELD =
  */
 export const expiredConflicts = `SELECT ${CONFLICT_COLUMNS} FROM conflicts
   WHERE tenant_id = ? AND values_erased_by IS NULL AND created_at < ? AND ${NOT_HELD}
-  ORDER BY conflict_id LIMIT ?`;
+  ORDER BY created_at, conflict_id LIMIT ?`;
 
-/** Approvals created before a time whose params are kept (an erased one's digest says so), but of held sessions. */
+/**
+ * Approvals created before a time whose params are kept (an erased one's digest says so: see
+ * `eraseApprovalBody`), but of held sessions, oldest first.
+ */
 export const expiredApprovals = `SELECT * FROM approvals
-  WHERE tenant_id = ? AND digest NOT LIKE 'erased:%' AND created_at < ? AND ${NOT_HELD}
-  ORDER BY approval_id LIMIT ?`;
+  WHERE tenant_id = ? AND ${APPROVAL_PARAMS_KEPT} AND created_at < ? AND ${NOT_HELD}
+  ORDER BY created_at, approval_id LIMIT ?`;
 
 /** The newest event older than a time. */
 export const lastSeqBefore = 'SELECT max(seq) AS seq FROM events WHERE tenant_id = ? AND occurred_at < ?';

@@ -304,7 +304,13 @@ actions:
       const after = await conflictIn('gone', 'After Erasure');
       const never = await conflictIn('kept', 'Never Erased');
       // As the previous version left it: no column, the migration not applied.
-      await target.exec(store, 'ALTER TABLE conflicts DROP COLUMN values_erased_by');
+      for (const sql of [
+        'DROP INDEX conflicts_values_kept',
+        'DROP INDEX approvals_params_kept',
+        'ALTER TABLE conflicts DROP COLUMN values_erased_by',
+      ]) {
+        await target.exec(store, sql);
+      }
       await target.exec(
         store,
         `DELETE FROM schema_migrations WHERE version = ${target.conflictErasureMigration}`,

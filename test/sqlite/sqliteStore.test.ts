@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { expiredApprovals, expiredConflicts } from '../../adapters/sql/pruneStatements.js';
 import { queryEvents } from '../../adapters/sql/statements.js';
 import { sqliteDialect } from '../../adapters/sqlite/dialect.js';
 import { openSqliteDatabase } from '../../adapters/sqlite/driver.js';
@@ -189,6 +190,24 @@ describe('SQLite store specifics', () => {
           expect.stringMatching(/^SEARCH v USING PRIMARY KEY \(tenant_id=\? AND seq=\?\) LEFT-JOIN/),
         ]);
       }
+    }
+    void store.close();
+  });
+
+  it("finds retention's conflicts and approvals through their partial indexes, oldest first, without a sort", () => {
+    const store = openSqliteStore();
+    for (const [sql, index] of [
+      [expiredConflicts, 'conflicts_values_kept'],
+      [expiredApprovals, 'approvals_params_kept'],
+    ] as const) {
+      const plan = store.database
+        .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+        .all('t', '2026-01-01T00:00:00.000Z', 't', 500)
+        .map((r) => String(r['detail']));
+      expect(plan[0]).toMatch(
+        new RegExp(`^SEARCH \\w+ USING INDEX ${index} \\(tenant_id=\\? AND created_at<\\?\\)$`),
+      );
+      expect(plan.join('\n')).not.toMatch(/TEMP B-TREE/);
     }
     void store.close();
   });
