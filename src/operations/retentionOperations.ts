@@ -1,9 +1,10 @@
 /**
  * Retention: a tenant's policy says how long values and history are kept (`retention:`); a run
- * erases the values of older events and clears the current state items last written before the
- * cut-off, in bounded batches each with its own `erasure.completed` event (reason `retention`),
- * and prunes older events behind a signed checkpoint. Between
- * batches it yields, so decisions are not held behind it. See docs/data-lifecycle.md.
+ * erases the values of older events, clears the current state items last written before the
+ * cut-off and erases the values of conflicts and approvals created before it, in bounded batches
+ * each with its own `erasure.completed` event (reason `retention`), and prunes older events
+ * behind a signed checkpoint. Between batches it yields, so decisions are not held behind it.
+ * See docs/data-lifecycle.md.
  */
 import { setImmediate as yieldToOthers } from 'node:timers/promises';
 import type { RetentionSettings } from '../gate/index.js';
