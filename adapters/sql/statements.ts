@@ -221,8 +221,8 @@ export function listSessionValues(dialect: SqlDialect): string {
 
 /**
  * An erasure's writes, in order: the values and salts of the session's events (the row keeps the
- * seq of the erasure event), its state values and metadata, its items' status, its conflicts'
- * values (the open ones resolved `erased`).
+ * seq of the erasure event), its state values and metadata, its items' status. Its conflicts and
+ * approvals are rewritten one by one (`eraseConflict`, `eraseApprovalBody`).
  */
 export function eraseSession(
   tenantId: string,
@@ -242,11 +242,6 @@ export function eraseSession(
     {
       sql: `UPDATE state_items SET status = 'erased' WHERE tenant_id = ? AND session_id = ?`,
       args: [tenantId, sessionId],
-    },
-    {
-      sql: `UPDATE conflicts SET resolution = CASE WHEN status = 'open' THEN 'erased' ELSE resolution END,
-        resolved_at = coalesce(resolved_at, ?), status = 'resolved' WHERE tenant_id = ? AND session_id = ?`,
-      args: [options.at, tenantId, sessionId],
     },
   ];
 }
@@ -282,10 +277,8 @@ export const conflictBodies = (count: number): string =>
   `SELECT conflict_id, body FROM conflicts WHERE tenant_id = ? AND conflict_id IN (${marks(count)})`;
 export const approvalBodies = (count: number): string =>
   `SELECT approval_id, body FROM approvals WHERE tenant_id = ? AND approval_id IN (${marks(count)})`;
-export const eraseConflictBody =
-  'UPDATE conflicts SET body = ?, values_erased_by = ? WHERE tenant_id = ? AND conflict_id = ?';
-/** Retention's erasure of a conflict: its values, and an open one resolved `erased`, as a session erasure does. */
-export const expireConflict = `UPDATE conflicts SET body = ?, values_erased_by = ?, status = 'resolved',
+/** A conflict's erasure (of its session, or by retention): its values, and an open one resolved `erased`. */
+export const eraseConflict = `UPDATE conflicts SET body = ?, values_erased_by = ?, status = 'resolved',
   resolution = CASE WHEN status = 'open' THEN 'erased' ELSE resolution END, resolved_at = coalesce(resolved_at, ?)
   WHERE tenant_id = ? AND conflict_id = ?`;
 /** The digest is an unsalted hash of the params: replaced, so an erased approval matches nothing again. */

@@ -6,7 +6,6 @@ import { setImmediate as yieldToOthers } from 'node:timers/promises';
 import type {
   ClaimedDelivery,
   DeliveryAttempt,
-  ErasedField,
   HistoryEvent,
   KeyStore,
   NewDelivery,
@@ -202,31 +201,19 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
       return (await db.rows(sql.listSessionPendingDeliveries, [t, t, s])).map((r) => str(r[0]));
     },
     async eraseSession(t, s, options) {
-      const marker = erasedMarker(options.erasedBy);
-      const writes = sql.eraseSession(t, s, options);
-      for (const r of await db.rows(sql.sessionConflictBodies, [t, s])) {
-        writes.push({
-          sql: sql.eraseConflictBody,
-          args: [erasedConflictBody(r[1], marker), options.erasedBy, t, r[0]],
-        });
-      }
-      for (const r of await db.rows(sql.sessionApprovalBodies, [t, s])) {
-        writes.push({ sql: sql.eraseApprovalBody, args: [erasedApprovalBody(r[1], marker), t, r[0]] });
-      }
-      await db.runAll(writes);
+      await db.runAll([
+        ...sql.eraseSession(t, s, options),
+        ...conflictErasures(t, await db.rows(sql.sessionConflictBodies, [t, s]), options),
+        ...approvalErasures(t, await db.rows(sql.sessionApprovalBodies, [t, s]), options.erasedBy),
+      ]);
     },
     async listExpiredConflicts(t, before, limit) {
       return (await db.all(prune.expiredConflicts, [t, before, t, limit])).map(rowToConflict);
     },
     async expireConflicts(t, ids, options) {
       if (ids.length === 0) return;
-      const marker = erasedMarker(options.erasedBy);
-      const rows = await db.rows(sql.conflictBodies(ids.length), [t, ...ids]);
       await db.runAll(
-        rows.map((r) => ({
-          sql: sql.expireConflict,
-          args: [erasedConflictBody(r[1], marker), options.erasedBy, options.at, t, r[0]],
-        })),
+        conflictErasures(t, await db.rows(sql.conflictBodies(ids.length), [t, ...ids]), options),
       );
     },
     async listExpiredApprovals(t, before, limit) {
@@ -234,10 +221,8 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
     },
     async expireApprovals(t, ids, erasedBy) {
       if (ids.length === 0) return;
-      const marker = erasedMarker(erasedBy);
-      const rows = await db.rows(sql.approvalBodies(ids.length), [t, ...ids]);
       await db.runAll(
-        rows.map((r) => ({ sql: sql.eraseApprovalBody, args: [erasedApprovalBody(r[1], marker), t, r[0]] })),
+        approvalErasures(t, await db.rows(sql.approvalBodies(ids.length), [t, ...ids]), erasedBy),
       );
     },
     async insertCheckpoint(c) {
@@ -538,19 +523,35 @@ export async function listTenants(db: SqlExecutor): Promise<string[]> {
   return (await db.all(sql.listTenants)).map((r) => str(r['tenant_id']));
 }
 
-/** A conflict's stored body with its values (and the proposed metadata) replaced by `marker`. */
-function erasedConflictBody(text: unknown, marker: ErasedField): string {
-  const body = json<{ current: Record<string, unknown>; proposed: Record<string, unknown> }>(text);
-  body.current['value'] = marker;
-  body.proposed['value'] = marker;
-  if ('metadata' in body.proposed) body.proposed['metadata'] = marker;
-  return JSON.stringify(body);
+/**
+ * The erasure of conflicts read as `[conflict_id, body]` rows: each body's values (and the
+ * proposed metadata) replaced by the marker of `erasedBy`, an open one resolved `erased` at `at`.
+ */
+function conflictErasures(
+  tenantId: string,
+  rows: readonly unknown[][],
+  options: { erasedBy: number; at: string },
+): Statement[] {
+  const marker = erasedMarker(options.erasedBy);
+  return rows.map(([id, text]) => {
+    const body = json<{ current: Record<string, unknown>; proposed: Record<string, unknown> }>(text);
+    body.current['value'] = marker;
+    body.proposed['value'] = marker;
+    if ('metadata' in body.proposed) body.proposed['metadata'] = marker;
+    return {
+      sql: sql.eraseConflict,
+      args: [JSON.stringify(body), options.erasedBy, options.at, tenantId, id],
+    };
+  });
 }
 
-/** An approval's stored body with its params and reason replaced by `marker`. */
-function erasedApprovalBody(text: unknown, marker: ErasedField): string {
-  const body = json<Record<string, unknown>>(text);
-  body['params'] = marker;
-  body['reason'] = marker;
-  return JSON.stringify(body);
+/** The erasure of approvals read as `[approval_id, body]` rows: params and reason replaced by the marker. */
+function approvalErasures(tenantId: string, rows: readonly unknown[][], erasedBy: number): Statement[] {
+  const marker = erasedMarker(erasedBy);
+  return rows.map(([id, text]) => {
+    const body = json<Record<string, unknown>>(text);
+    body['params'] = marker;
+    body['reason'] = marker;
+    return { sql: sql.eraseApprovalBody, args: [JSON.stringify(body), tenantId, id] };
+  });
 }

@@ -203,9 +203,17 @@ actions:
       const newApproval = await refund('new', 'New Refundee');
       // Erased by a session erasure: retention has nothing left of it to erase.
       await write('new-erased', '5000', 'user_input');
-      await write('new-erased', 'Erased Secret', 'tool_output');
+      const erasedConflict = (await write('new-erased', 'Erased Secret', 'tool_output')).conflict!
+        .conflict_id;
       await refund('new-erased', 'Erased Refundee');
-      await gh.eraseSession({ session_id: 'new-erased' });
+      const sessionErasure = (await gh.eraseSession({ session_id: 'new-erased' })).erasure!.seq;
+      const sessionMarker = { erased: true, by: sessionErasure };
+      expect(await gh.getConflict(erasedConflict)).toMatchObject({
+        status: 'resolved',
+        resolution: 'erased',
+        current: { value: sessionMarker },
+        proposed: { value: sessionMarker },
+      });
 
       clock.now = T0 + 2 * DAY;
       const run = await gh.runRetention();
