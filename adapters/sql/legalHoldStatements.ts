@@ -43,9 +43,12 @@ export const getHold =
   'SELECT hold_id, session_id, reference, placed_by, placed_at FROM legal_holds WHERE tenant_id = ? AND hold_id = ?';
 export const listHolds =
   'SELECT hold_id, session_id, reference, placed_by, placed_at FROM legal_holds WHERE tenant_id = ? ORDER BY hold_id';
+/** The sessions a tenant (its one parameter) holds: what erasure, retention and pruning leave alone. */
+export const HELD_SESSIONS =
+  '(SELECT session_id FROM legal_holds WHERE tenant_id = ? AND session_id IS NOT NULL)';
+
 /** The first event of any held session (pruning stops before it). */
-export const firstHeldSeq = `SELECT min(seq) AS seq FROM events WHERE tenant_id = ?
-  AND session_id IN (SELECT session_id FROM legal_holds WHERE tenant_id = ? AND session_id IS NOT NULL)`;
+export const firstHeldSeq = `SELECT min(seq) AS seq FROM events WHERE tenant_id = ? AND session_id IN ${HELD_SESSIONS}`;
 
 export function rowToHold(r: Row): LegalHold {
   return {

@@ -6,6 +6,7 @@
  */
 import type { Checkpoint } from '../../src/index.js';
 import type { Statement } from './dialect.js';
+import { HELD_SESSIONS } from './legalHoldStatements.js';
 import { num, type Row, str } from './rows.js';
 import { CONFLICT_COLUMNS, marks } from './statements.js';
 
@@ -80,7 +81,7 @@ export function rowToCheckpoint(r: Row): Checkpoint {
 export const expiredValues = `SELECT v.seq AS seq, e.type AS type, v.fields AS fields FROM event_values v
   JOIN events e ON e.tenant_id = v.tenant_id AND e.seq = v.seq
   WHERE v.tenant_id = ? AND v.fields IS NOT NULL AND e.occurred_at < ?
-  AND e.session_id NOT IN (SELECT session_id FROM legal_holds WHERE tenant_id = e.tenant_id AND session_id IS NOT NULL)
+  AND e.session_id NOT IN ${HELD_SESSIONS}
   ORDER BY v.seq LIMIT ?`;
 
 /** Erases the values of these events; the rows keep the seq of the erasure event. */
@@ -101,7 +102,7 @@ export const expiredItems = `SELECT i.session_id AS session_id, i.key AS key, i.
     AND v.version = i.version
   WHERE i.tenant_id = ? AND i.status <> 'erased' AND v.updated_at < ?
   AND (i.session_id > ? OR (i.session_id = ? AND i.key > ?))
-  AND i.session_id NOT IN (SELECT session_id FROM legal_holds WHERE tenant_id = ? AND session_id IS NOT NULL)
+  AND i.session_id NOT IN ${HELD_SESSIONS}
   ORDER BY i.session_id, i.key LIMIT ?`;
 
 /**
@@ -146,9 +147,7 @@ CREATE INDEX conflicts_values_kept ON conflicts (tenant_id, created_at, conflict
 CREATE INDEX approvals_params_kept ON approvals (tenant_id, created_at, approval_id) WHERE ${APPROVAL_PARAMS_KEPT};
 `;
 
-/** Held sessions of a tenant (its one parameter): what retention leaves alone. */
-const NOT_HELD =
-  'session_id NOT IN (SELECT session_id FROM legal_holds WHERE tenant_id = ? AND session_id IS NOT NULL)';
+const NOT_HELD = `session_id NOT IN ${HELD_SESSIONS}`;
 
 /**
  * Conflicts created before a time whose values are kept, but of held sessions, oldest first:

@@ -248,7 +248,7 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
       return r ? num(json<{ through_seq: unknown }>(r['data']).through_seq) : null;
     },
     async listExpiredValues(t, before, limit) {
-      return (await db.all(prune.expiredValues, [t, before, limit])).map((r) => ({
+      return (await db.all(prune.expiredValues, [t, before, t, limit])).map((r) => ({
         seq: num(r['seq']),
         type: r['type'] as SessionValues['type'],
         paths: Object.keys(json<Record<string, unknown>>(r['fields'])),
