@@ -113,8 +113,11 @@ export function retentionOperations(
       const now = shared.clock().getTime();
       if (settings.values_after !== undefined) {
         const before = new Date(now - settings.values_after * DAY_MS).toISOString();
-        /** One retention batch's `erasure.completed` event: what went, by seq and path or by item. */
-        const appendRetentionErasure = async (tx: StoreTx, erased: Record<string, unknown>) => {
+        /**
+         * One retention batch's `erasure.completed` event: what went, by seq and path or by ID. With
+         * `seq`, the seq the erased rows were marked with: the event must get it.
+         */
+        const appendRetentionErasure = async (tx: StoreTx, erased: Record<string, unknown>, seq?: number) => {
           const [event] = await shared.append(
             tx,
             tenantId,
@@ -127,10 +130,30 @@ export function retentionOperations(
             ],
             ctx,
           );
+          if (seq !== undefined && event!.seq !== seq) {
+            throw new Error(`erasure event at seq ${event!.seq}, expected ${seq}`);
+          }
           return event!;
         };
-        for (;;) {
-          const batch = await shared.tenantTransaction(tenantId, async (tx) => {
+        /**
+         * Runs `batch` in a transaction of the tenant's, again after each full batch (yielding in
+         * between, so decisions are not held behind it), until one finds nothing or less than a
+         * batch; `take` adds each to the report.
+         */
+        const inBatches = async <B extends { full: boolean }>(
+          batch: (tx: StoreTx) => Promise<B | null>,
+          take: (done: B) => void,
+        ): Promise<void> => {
+          for (;;) {
+            const done = await shared.tenantTransaction(tenantId, batch);
+            if (done === null) return;
+            take(done);
+            if (!done.full) return;
+            await yieldToOthers();
+          }
+        };
+        await inBatches(
+          async (tx) => {
             const head = await tx.lockChainHead(tenantId);
             const events = await tx.listExpiredValues(tenantId, before, VALUES_BATCH);
             if (events.length === 0) return null;
@@ -141,27 +164,21 @@ export function retentionOperations(
               seq,
             );
             const fields = events.reduce((n, e) => n + e.paths.length, 0);
-            const event = await appendRetentionErasure(tx, {
-              events: events.length,
-              fields,
-              erased: events.map((e) => ({ seq: e.seq, paths: e.paths })),
-            });
-            // The erased rows name this seq: it must be the one the event got.
-            if (event.seq !== seq) throw new Error(`erasure event at seq ${event.seq}, expected ${seq}`);
+            const erased = events.map((e) => ({ seq: e.seq, paths: e.paths }));
+            await appendRetentionErasure(tx, { events: events.length, fields, erased }, seq);
             return { events: events.length, fields, seq, full: events.length === VALUES_BATCH };
-          });
-          if (batch === null) break;
-          report.erased.events += batch.events;
-          report.erased.fields += batch.fields;
-          report.erased.erasures.push(batch.seq);
-          if (!batch.full) break;
-          await yieldToOthers();
-        }
+          },
+          (done) => {
+            report.erased.events += done.events;
+            report.erased.fields += done.fields;
+            report.erased.erasures.push(done.seq);
+          },
+        );
         // The same values live on in the state tables while the item is current: items whose last
         // write is older than the cut-off are cleared too, a batch per transaction and event.
         let after = { session_id: '', key: '' };
-        for (;;) {
-          const batch = await shared.tenantTransaction(tenantId, async (tx) => {
+        await inBatches(
+          async (tx) => {
             await tx.lockChainHead(tenantId);
             const items = await tx.listExpiredItems(tenantId, before, after, VALUES_BATCH);
             if (items.length === 0) return null;
@@ -173,21 +190,20 @@ export function retentionOperations(
               state_items: items.map((i) => ({ session_id: i.session_id, key: i.key })),
             });
             return { items, seq: event.seq, full: items.length === VALUES_BATCH };
-          });
-          if (batch === null) break;
-          report.erased_items.items += batch.items.length;
-          report.erased_items.erasures.push(batch.seq);
-          if (!batch.full) break;
-          const last = batch.items[batch.items.length - 1]!;
-          after = { session_id: last.session_id, key: last.key };
-          await yieldToOthers();
-        }
+          },
+          (done) => {
+            report.erased_items.items += done.items.length;
+            report.erased_items.erasures.push(done.seq);
+            const last = done.items[done.items.length - 1]!;
+            after = { session_id: last.session_id, key: last.key };
+          },
+        );
         // And in conflicts (the current and the proposed value) and approvals (the params), by
         // when they were created: an open conflict is resolved `erased` (its proposed value can
         // no longer be accepted; its item, last written before it, was cleared just above), a
         // pending approval is denied and an approved one expires (their params are gone).
-        for (;;) {
-          const batch = await shared.tenantTransaction(tenantId, async (tx) => {
+        await inBatches(
+          async (tx) => {
             await tx.lockChainHead(tenantId);
             const conflicts = await tx.listExpiredConflicts(tenantId, before, VALUES_BATCH);
             const approvals = await tx.listExpiredApprovals(tenantId, before, VALUES_BATCH);
@@ -204,34 +220,24 @@ export function retentionOperations(
             await shared.append(tx, tenantId, drafts, ctx);
             const head = await tx.lockChainHead(tenantId);
             const seq = (head?.seq ?? 0) + 1;
-            await tx.expireConflicts(
-              tenantId,
-              conflicts.map((c) => c.conflict_id),
-              { erasedBy: seq, at },
-            );
-            await tx.expireApprovals(
-              tenantId,
-              approvals.map((a) => a.id),
+            const conflictIds = conflicts.map((c) => c.conflict_id);
+            const approvalIds = approvals.map((a) => a.id);
+            await tx.expireConflicts(tenantId, conflictIds, { erasedBy: seq, at });
+            await tx.expireApprovals(tenantId, approvalIds, seq);
+            await appendRetentionErasure(
+              tx,
+              { events: 0, fields: 0, erased: [], conflicts: conflictIds, approvals: approvalIds },
               seq,
             );
-            const event = await appendRetentionErasure(tx, {
-              events: 0,
-              fields: 0,
-              erased: [],
-              conflicts: conflicts.map((c) => c.conflict_id),
-              approvals: approvals.map((a) => a.id),
-            });
-            if (event.seq !== seq) throw new Error(`erasure event at seq ${event.seq}, expected ${seq}`);
             const full = conflicts.length === VALUES_BATCH || approvals.length === VALUES_BATCH;
             return { conflicts: conflicts.length, approvals: approvals.length, seq, full };
-          });
-          if (batch === null) break;
-          report.erased_records.conflicts += batch.conflicts;
-          report.erased_records.approvals += batch.approvals;
-          report.erased_records.erasures.push(batch.seq);
-          if (!batch.full) break;
-          await yieldToOthers();
-        }
+          },
+          (done) => {
+            report.erased_records.conflicts += done.conflicts;
+            report.erased_records.approvals += done.approvals;
+            report.erased_records.erasures.push(done.seq);
+          },
+        );
         const erasedAny =
           report.erased.events + report.erased_items.items + report.erased_records.erasures.length > 0;
         if (erasedAny) await shared.store.scrub?.();
