@@ -74,7 +74,9 @@ export function stateOperations(
           );
         }
         const at = now();
-        const outcome = decideWrite(current, { value: input.value, type: input.type, trust });
+        // An erased item is no state (its value and source are gone): a write to it starts afresh.
+        const live = current?.status === 'erased' ? null : current;
+        const outcome = decideWrite(live, { value: input.value, type: input.type, trust });
         if (outcome === 'unchanged') {
           return { outcome, changed: false, item: current!, conflict: null, event_id: null };
         }
@@ -143,7 +145,7 @@ export function stateOperations(
         }
         // created or superseded: a new version; a higher-trust write settles open conflicts.
         const settled =
-          current?.status === 'conflicted'
+          current?.status === 'conflicted' || current?.status === 'erased'
             ? await tx.listConflicts(tenantId, { session_id: input.session_id, key, status: 'open' })
             : [];
         const item: StateItem = {
@@ -291,7 +293,8 @@ export function stateOperations(
         if (input.resolution === 'accept_proposed') {
           // The others disagreed with a value that is no longer current.
           drafts.push(...(await supersedeConflicts(tx, tenantId, others, { at, version })));
-        } else if (others.length === 0) {
+        } else if (others.length === 0 && current.status !== 'erased') {
+          // An erased item stays erased: keeping it is keeping nothing.
           await tx.setItemStatus(tenantId, conflict.session_id, conflict.key, 'current');
         }
         await append(tx, tenantId, drafts, ctx);
