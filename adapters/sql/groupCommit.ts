@@ -97,6 +97,12 @@ const copyCache = (c: BatchCache): BatchCache => ({
 // NUL cannot occur in what reaches a database (inputs are checked; PostgreSQL refuses it in text).
 const itemId = (tenantId: string, sessionId: string, key: string) =>
   `${tenantId}\u0000${sessionId}\u0000${key}`;
+/** Forgets every cached item and conflict list of a batch. */
+function clearItems(cache: BatchCache): void {
+  cache.items.clear();
+  cache.conflicts.clear();
+}
+
 /** The item whose open conflicts `query` asks for, if that is all it asks for. */
 const openConflictsOf = (tenantId: string, q: ConflictQuery): string | undefined =>
   q.status === 'open' && q.session_id !== undefined && q.key !== undefined
@@ -168,11 +174,18 @@ function cachedTx(
       await inner.appendEvent(tenantId, event, fields);
       cache.current.heads.set(tenantId, { seq: event.seq, hash: event.hash });
     },
+    // An erasure and retention change items and conflicts the cache cannot name: it starts again.
     async eraseSession(tenantId, sessionId, options) {
-      // Every item and conflict of the session changes.
-      cache.current.items.clear();
-      cache.current.conflicts.clear();
+      clearItems(cache.current);
       await inner.eraseSession(tenantId, sessionId, options);
+    },
+    async expireItems(tenantId, items) {
+      clearItems(cache.current);
+      await inner.expireItems(tenantId, items);
+    },
+    async expireConflicts(tenantId, conflictIds, options) {
+      clearItems(cache.current);
+      await inner.expireConflicts(tenantId, conflictIds, options);
     },
     async listWebhooks(tenantId) {
       const { webhooks } = cache.current;

@@ -953,6 +953,29 @@ export function runStoreContract(factory: StoreFactory): void {
         expect((await gh.verifyHistory()).ok).toBe(true);
       });
 
+      it('sees the items and conflicts retention cleared earlier in the batch', async () => {
+        await gh.recordState(item());
+        const guess = await gh.recordState(item({ value: '9000', source: 'tool_output' }));
+        const opts = { tenantId: 'default' };
+        const seen = async (tx: StoreTx) => [
+          (await tx.lockItem('default', 's1', 'budget.limit'))?.status,
+          (await tx.listConflicts('default', { session_id: 's1', key: 'budget.limit', status: 'open' }))
+            .length,
+        ];
+        const results = await Promise.all([
+          store.transaction(seen, opts),
+          store.transaction(async (tx) => {
+            await tx.expireItems('default', [{ session_id: 's1', key: 'budget.limit', version: 1 }]);
+            await tx.expireConflicts('default', [guess.conflict!.conflict_id], {
+              erasedBy: 99,
+              at: clock().toISOString(),
+            });
+          }, opts),
+          store.transaction(seen, opts),
+        ]);
+        expect(results).toEqual([['conflicted', 1], undefined, ['erased', 0]]);
+      });
+
       it("sees the webhook changes of earlier callers in the batch, and not a failed caller's", async () => {
         const w = await gh.createWebhook({ url: 'https://hooks.example.com/g', events: ['*'] });
         const status = async (tx: StoreTx) => (await tx.listWebhooks('default')).map((x) => x.status);
