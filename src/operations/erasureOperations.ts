@@ -206,11 +206,13 @@ async function eraseInTransaction(
   for (let page = approved; page.length > 0; page = await more('approved', page)) {
     for (const a of page) await expireApproval(tx, tenantId, a, at, drafts);
   }
-  // Their events carry no caller content (no comment): nothing of them to erase.
-  await shared.append(tx, tenantId, drafts, job.ctx);
+  // Their events are appended after the session's values are erased: what they keep (the
+  // eraser's principal) is not the session's content, and the erasure event names only the
+  // fields listed above.
   const head = await tx.lockChainHead(tenantId);
-  const seq = (head?.seq ?? 0) + 1;
+  const seq = (head?.seq ?? 0) + 1 + drafts.length;
   await tx.eraseSession(tenantId, sessionId, { erasedBy: seq, at });
+  await shared.append(tx, tenantId, drafts, job.ctx);
   const [event] = await shared.append(
     tx,
     tenantId,

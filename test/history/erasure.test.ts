@@ -10,6 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/canonicalJson.js';
 import {
+  type CallContext,
   commitField,
   compilePolicy,
   createGatehouse,
@@ -408,6 +409,39 @@ describe.each(STORE_TARGETS)('erasure on $name', (target) => {
       expect(verified).toMatchObject({ ok: true, erased_fields: 4 });
     } finally {
       await store.close();
+    }
+  });
+
+  it('an erasure by a token holder denies and expires held decisions and still verifies', async () => {
+    const w = await world(target);
+    const officer: CallContext = {
+      keyId: 'sub_0123456789abcdef',
+      scopes: ['admin'],
+      principal: { kind: 'oidc', iss: 'https://idp.example', sub: 'dpo@idp.example', client_id: 'console' },
+    };
+    try {
+      const refund = { session_id: 'erase-me', action: 'refunds.issue', params: { to: w.marker } };
+      const pending = await w.gh.evaluate(refund);
+      const approved = await w.gh.evaluate({ ...refund, params: { to: 'Bob' } });
+      await w.gh.approve(approved.approval!.id, {}, officer);
+      expect(pending.approval?.status).toBe('pending');
+
+      const report = await w.gh.eraseSession({ session_id: 'erase-me', reference: 'DSR-9' }, officer);
+      expect(report).toMatchObject({ pending_approvals: [pending.approval!.id] });
+      expect(report.approved_approvals).toEqual([approved.approval!.id]);
+      const verified = await w.gh.verifyHistory();
+      expect(verified).toMatchObject({ ok: true, problem: null });
+      // The events the erasure appended keep who erased: that is not the session's content.
+      const { events } = await w.gh.readHistory({ session_id: 'erase-me', order: 'asc', limit: 100 });
+      const after = events.filter((e) => e.seq > report.erasure!.seq - 3);
+      expect(after.map((e) => [e.type, (e.data['principal'] as { sub?: unknown })?.sub])).toEqual([
+        ['approval.denied', 'dpo@idp.example'],
+        ['approval.expired', 'dpo@idp.example'],
+        ['erasure.completed', 'dpo@idp.example'],
+      ]);
+      expect(JSON.stringify(events)).not.toContain(w.marker);
+    } finally {
+      await w.store.close();
     }
   });
 
