@@ -9,6 +9,7 @@
 import { setImmediate as yieldToOthers } from 'node:timers/promises';
 import type { RetentionSettings } from '../gate/index.js';
 import type { Gatehouse, RetentionReport } from '../gatehouseTypes.js';
+import type { LegalHold } from '../history/legalHoldSchemas.js';
 import { RetentionInputSchema, type RetentionView } from '../history/pruneSchemas.js';
 import type { StoreTx } from '../store.js';
 import { parseInput } from '../validation.js';
@@ -105,11 +106,15 @@ export function retentionOperations(
         holds: await tx.listHolds(tenantId),
         firstHeld: await tx.firstHeldSeq(tenantId),
       }));
-      const tenantHold = holds.find((h) => h.session_id === null);
-      if (tenantHold !== undefined) {
-        report.problem = `legal hold ${tenantHold.hold_id} (${tenantHold.reference}) covers the tenant: retention did not run`;
-        return report;
-      }
+      /** A tenant hold stops retention, before it starts or at the next batch. */
+      const stoppedByHold = (list: readonly LegalHold[], what: string): boolean => {
+        const hold = list.find((h) => h.session_id === null);
+        if (hold !== undefined) {
+          report.problem = `legal hold ${hold.hold_id} (${hold.reference}) covers the tenant: retention ${what}`;
+        }
+        return hold !== undefined;
+      };
+      if (stoppedByHold(holds, 'did not run')) return report;
       const now = shared.clock().getTime();
       if (settings.values_after !== undefined) {
         const before = new Date(now - settings.values_after * DAY_MS).toISOString();
@@ -138,14 +143,19 @@ export function retentionOperations(
         /**
          * Runs `batch` in a transaction of the tenant's, again after each full batch (yielding in
          * between, so decisions are not held behind it), until one finds nothing or less than a
-         * batch; `take` adds each to the report.
+         * batch, or a tenant hold placed meanwhile stops it; `take` adds each to the report.
          */
         const inBatches = async <B extends { full: boolean }>(
           batch: (tx: StoreTx) => Promise<B | null>,
           take: (done: B) => void,
         ): Promise<void> => {
           for (;;) {
-            const done = await shared.tenantTransaction(tenantId, batch);
+            if (report.problem !== null) return;
+            const done = await shared.tenantTransaction(tenantId, async (tx) => {
+              // Under the chain head's lock, which placing a hold takes too.
+              await tx.lockChainHead(tenantId);
+              return stoppedByHold(await tx.listHolds(tenantId), 'stopped') ? null : batch(tx);
+            });
             if (done === null) return;
             take(done);
             if (!done.full) return;
@@ -242,7 +252,7 @@ export function retentionOperations(
           report.erased.events + report.erased_items.items + report.erased_records.erasures.length > 0;
         if (erasedAny) await shared.store.scrub?.();
       }
-      if (settings.history_after !== undefined) {
+      if (settings.history_after !== undefined && report.problem === null) {
         const before = new Date(now - settings.history_after * DAY_MS).toISOString();
         const older = await shared.store.transaction((tx) => tx.lastSeqBefore(tenantId, before));
         const through = older !== null && firstHeld !== null ? Math.min(older, firstHeld - 1) : older;

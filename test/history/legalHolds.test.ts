@@ -96,4 +96,59 @@ describe.each(STORE_TARGETS)('legal holds on $name', (target) => {
       await store.close();
     }
   }, 60_000);
+
+  it('a tenant hold placed while retention runs stops it at the next batch', async () => {
+    const store = await target.open(target.place());
+    const clock = { now: T0 };
+    const gh = createGatehouse({
+      store,
+      clock: () => new Date(clock.now),
+      policy: compilePolicy('version: 1\nretention:\n  values_after: 30d\n  history_after: 200d\n'),
+      checkpointSigner: loadCheckpointSigner(key.privateKey),
+    });
+    try {
+      // Two values batches' worth (500 events each), and the items, a year old.
+      for (let i = 0; i < 700; i += 1) {
+        clock.now = T0 + i;
+        await gh.recordState({
+          session_id: `s${i % 7}`,
+          key: 'agent.note',
+          value: `v${i}`,
+          type: 'fact',
+          source: 'user_input',
+        });
+      }
+      clock.now = T0 + 365 * DAY;
+      // The hold is placed (and committed) as soon as the first retention batch has committed.
+      const transaction = store.transaction.bind(store);
+      let placed: number | null = null;
+      store.transaction = (async (
+        fn: Parameters<typeof transaction>[0],
+        options?: Parameters<typeof transaction>[1],
+      ) => {
+        const result = await transaction(fn, options);
+        if (
+          placed === null &&
+          (await gh.readHistory({ type: 'erasure.completed', limit: 1 })).events.length > 0
+        ) {
+          placed = 0;
+          await gh.placeHold({ reference: 'AUDIT-2' });
+          placed = (await gh.readHistory({ type: 'legal_hold.placed', limit: 1 })).events[0]!.seq;
+        }
+        return result;
+      }) as typeof store.transaction;
+
+      const report = await gh.runRetention();
+      expect(placed).toBeGreaterThan(0);
+      expect(report.problem).toMatch(/covers the tenant: retention stopped/);
+      expect(report.erased.erasures).toHaveLength(1);
+      expect(report.erased_items.items).toBe(0);
+      expect(report.pruned).toBeNull();
+      const { events } = await gh.readHistory({ limit: 5 });
+      expect(events[0]).toMatchObject({ seq: placed, type: 'legal_hold.placed' });
+      expect(await gh.verifyHistory()).toMatchObject({ ok: true });
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
 });
