@@ -308,8 +308,8 @@ export interface StoreTx extends StoreReader, PolicyWriter {
   eraseSession(tenantId: string, sessionId: string, options: { erasedBy: number; at: string }): Promise<void>;
   /** Stores a signed checkpoint (history/checkpoints.ts). */
   insertCheckpoint(checkpoint: Checkpoint): Promise<void>;
-  /** The tenant's newest stored checkpoint, or null. */
-  latestCheckpoint(tenantId: string): Promise<Checkpoint | null>;
+  /** The tenant's stored checkpoint at `seq`, or null. */
+  checkpointAt(tenantId: string, seq: number): Promise<Checkpoint | null>;
   /** The hash and time of a tenant's event, or null when it is not stored. */
   eventAt(tenantId: string, seq: number): Promise<{ hash: string; occurred_at: string } | null>;
   /** The seq of a tenant's first stored event (after the pruned prefix), or null with none. */

@@ -25,16 +25,19 @@ CREATE TABLE checkpoints (
 
 const COLUMNS = 'tenant_id, seq, hash, event_count, created_at, key_id, signature';
 
-/** Stores a checkpoint. */
+/**
+ * Stores a checkpoint; one already stored at its seq is kept (both sign the same event: a prune
+ * through the seq of an earlier `checkpoint create` needs no second).
+ */
 export function insertCheckpoint(c: Checkpoint): Statement {
   return {
-    sql: `INSERT INTO checkpoints (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    sql: `INSERT INTO checkpoints (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, seq) DO NOTHING`,
     args: [c.tenant_id, c.seq, c.hash, c.event_count, c.created_at, c.key_id, c.signature],
   };
 }
 
-/** A tenant's newest checkpoint. */
-export const latestCheckpoint = `SELECT ${COLUMNS} FROM checkpoints WHERE tenant_id = ? ORDER BY seq DESC LIMIT 1`;
+/** A tenant's checkpoint at a seq. */
+export const checkpointAt = `SELECT ${COLUMNS} FROM checkpoints WHERE tenant_id = ? AND seq = ?`;
 
 /** The hash and time of one event; the seq of the tenant's first kept one. */
 export const eventAt = 'SELECT hash, occurred_at FROM events WHERE tenant_id = ? AND seq = ?';

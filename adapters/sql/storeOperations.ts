@@ -228,8 +228,8 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
     async insertCheckpoint(c) {
       await write([prune.insertCheckpoint(c)]);
     },
-    async latestCheckpoint(t) {
-      const r = await db.get(prune.latestCheckpoint, [t]);
+    async checkpointAt(t, seq) {
+      const r = await db.get(prune.checkpointAt, [t, seq]);
       return r ? prune.rowToCheckpoint(r) : null;
     },
     async eventAt(t, seq) {

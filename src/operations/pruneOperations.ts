@@ -234,20 +234,25 @@ export function pruneOperations(shared: OperationContext, keys: CheckpointKeys):
       let running = verifying.get(tenantId);
       if (running === undefined) {
         const pass = async () => {
-          // Only a pruned chain starts at its checkpoint: a whole one verifies from the genesis.
-          const checkpoint = await store.transaction(async (tx) => {
+          // Only a pruned chain starts at a checkpoint, the one its latest prune (an event in the
+          // chain) names: a checkpoint alone, such as `checkpoint create` stores at the head, is
+          // no proof that a prefix was pruned. A whole chain verifies from the genesis.
+          const { through, checkpoint } = await store.transaction(async (tx) => {
             const first = await tx.firstEventSeq(tenantId);
-            return first !== null && first > 1 ? tx.latestCheckpoint(tenantId) : null;
+            const last = await tx.prunedThrough(tenantId);
+            const anchor =
+              first !== null && first > 1 && last !== null ? await tx.checkpointAt(tenantId, last) : null;
+            return { through: last, checkpoint: anchor };
           });
-          return { checkpoint, result: await verifyFrom(tenantId, checkpoint, publicKey) };
+          return { through, result: await verifyFrom(tenantId, checkpoint, publicKey) };
         };
         running = (async () => {
           const first = await pass();
           if (first.result.ok) return first.result;
           // The scan yields between pages: a prune that deleted a prefix meanwhile leaves a gap
           // that is no tampering. Its checkpoint is new then; verify once more from it.
-          const latest = await store.transaction((tx) => tx.latestCheckpoint(tenantId));
-          if ((latest?.seq ?? null) === (first.checkpoint?.seq ?? null)) return first.result;
+          const latest = await store.transaction((tx) => tx.prunedThrough(tenantId));
+          if (latest === first.through) return first.result;
           return (await pass()).result;
         })().finally(() => verifying.delete(tenantId));
         verifying.set(tenantId, running);

@@ -285,7 +285,7 @@ describe.each(STORE_TARGETS)('pruning behind a signed checkpoint on $name', (tar
       const report = (await gh.readHistory({ type: 'retention.pruned' })).events[0]!;
       expect(report.data).toMatchObject({ from_seq: 1, through_seq: 600, events: 600 });
       const checkpoint = parseCheckpoint(
-        JSON.stringify(await store.transaction(async (tx) => (await tx.latestCheckpoint('default'))!)),
+        JSON.stringify(await store.transaction(async (tx) => (await tx.checkpointAt('default', 600))!)),
       );
 
       // The events left at or below the checkpoint are verified with the chain, against it.
@@ -372,4 +372,61 @@ describe.each(STORE_TARGETS)('pruning behind a signed checkpoint on $name', (tar
       await store.close();
     }
   }, 120_000);
+
+  it('a checkpoint at the head proves no prune: verify anchors on the latest prune, and fails where events went without one', async () => {
+    const signer = loadCheckpointSigner(keyA.privateKey);
+    const w = await world(target, signer);
+    const { store, gh, clock } = w;
+    try {
+      for (let i = 0; i < 60; i += 1) {
+        clock.now = T0 + i * 60_000;
+        await gh.recordState({
+          session_id: 's1',
+          key: 'agent.note',
+          value: `v${i}`,
+          type: 'fact',
+          source: 'user_input',
+        });
+      }
+      clock.now = T0 + 400 * DAY;
+      // A checkpoint at the head, then a prune through the same seq: one checkpoint serves both.
+      expect((await gh.createCheckpoint()).seq).toBe(60);
+      await gh.pruneHistory({ through_seq: 20 });
+      const pruned = await gh.pruneHistory({ through_seq: 60 });
+      expect(pruned.checkpoint.seq).toBe(60);
+      expect(await gh.verifyHistory()).toMatchObject({ ok: true, pruned_through: 60 });
+
+      // Later events and a head checkpoint past the prune: the prune's checkpoint stays the anchor.
+      for (let i = 0; i < 20; i += 1) {
+        await gh.recordState({
+          session_id: 's1',
+          key: 'agent.note',
+          value: `w${i}`,
+          type: 'fact',
+          source: 'user_input',
+        });
+      }
+      const head = await gh.createCheckpoint();
+      expect(head.seq).toBe(82);
+      expect(await gh.verifyHistory()).toMatchObject({ ok: true, checked: 22, pruned_through: 60 });
+
+      // The head checkpoint lets the events table take a DELETE, but no prune is on the chain.
+      await target.exec(store, "DELETE FROM events WHERE tenant_id = 'default' AND seq <= 61");
+      expect(await gh.verifyHistory()).toMatchObject({
+        ok: false,
+        first_bad_seq: 62,
+        problem: 'events before seq 62 are missing; the checkpoint is at seq 60',
+      });
+      // With the prune's own event gone too, nothing anchors the chain.
+      await target.exec(store, "DELETE FROM event_values WHERE tenant_id = 'default' AND seq <= 70");
+      await target.exec(store, "DELETE FROM events WHERE tenant_id = 'default' AND seq <= 70");
+      expect(await gh.verifyHistory()).toMatchObject({
+        ok: false,
+        first_bad_seq: 71,
+        problem: 'events before seq 71 are missing and no checkpoint covers them',
+      });
+    } finally {
+      await store.close();
+    }
+  });
 });
