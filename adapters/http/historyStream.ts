@@ -50,7 +50,7 @@ export const HISTORY_STREAM_DOC = {
   path: '/v1/history/stream',
   summary: 'Follow new history events (server-sent events)',
   description:
-    "A `text/event-stream`: one message per new event, `id` = its `seq`, `data` = the event as JSON. Resume with the `Last-Event-ID` header (or `after_seq`). A comment line is sent every heartbeat; the stream ends when the client disconnects, or with a comment saying why when the API key is revoked or the stream reaches its maximum lifetime (1 h by default). Open streams are limited per key (10) and per tenant (50): past either, 429 `rate_limited`; past the server's limit (100), 503.",
+    "A `text/event-stream`: one message per new event, `id` = its `seq`, `data` = the event as JSON. Resume with the `Last-Event-ID` header (or `after_seq`). A comment line is sent every heartbeat; the stream ends when the client disconnects, or with a comment saying why when the API key is revoked, a token can no longer be checked (its identity provider is unavailable) or the stream reaches its maximum lifetime (1 h by default). Open streams are limited per key (10) and per tenant (50): past either, 429 `rate_limited`; past the server's limit (100), 503.",
   scope: 'history:read',
   query: HistoryStreamQuerySchema,
 } as const;
@@ -149,13 +149,21 @@ export function createHistoryStreamRoute(options: HistoryStreamOptions): WebRout
     let first = true;
     let ended = false;
     const authorization = request.headers.get('authorization');
-    /** False once the key is revoked (or unknown): the store's key cache hears of revocations. */
-    const keyStillValid = async (): Promise<boolean> => {
+    /**
+     * Why the stream must end, null while the key is still good: it was revoked (or is unknown;
+     * the store's key cache hears of revocations), or a token cannot be checked now (its IdP is
+     * unavailable: the client reconnects, and gets 503 until the IdP is back).
+     */
+    const keyEnds = async (): Promise<string | null> => {
       try {
         await authenticateBearer(keys, authorization, { authenticator: options.tokens, target: 'api' });
-        return true;
+        return null;
       } catch (error) {
-        if (error instanceof GatehouseError && error.code === 'unauthorized') return false;
+        if (error instanceof GatehouseError && error.code === 'unauthorized')
+          return 'the API key was revoked';
+        if (error instanceof GatehouseError && error.code === 'unavailable') {
+          return 'the token cannot be checked now (its identity provider is unavailable); reconnect with Last-Event-ID';
+        }
         throw error;
       }
     };
@@ -178,9 +186,10 @@ export function createHistoryStreamRoute(options: HistoryStreamOptions): WebRout
           ended = true;
           return ': closed: the stream reached its maximum lifetime; reconnect with Last-Event-ID\n\n';
         }
-        if (!(await keyStillValid())) {
+        const ends = await keyEnds();
+        if (ends !== null) {
           ended = true;
-          return ': closed: the API key was revoked\n\n';
+          return `: closed: ${ends}\n\n`;
         }
         const page = await gatehouse.readHistory(
           {

@@ -6,9 +6,11 @@
  */
 import { createHash } from 'node:crypto';
 import {
+  createLocalJWKSet,
   createRemoteJWKSet,
   customFetch,
   decodeJwt,
+  type JSONWebKeySet,
   type JWTPayload,
   errors as joseErrors,
   jwtVerify,
@@ -57,6 +59,9 @@ export interface TokenAuthenticator {
 
 const invalid = (message: string, cause?: unknown) =>
   new GatehouseError('unauthorized', message, { tokenError: 'invalid_token', cause });
+
+const unavailable = (message: string, cause?: unknown) =>
+  new GatehouseError('unavailable', message, { cause });
 
 /**
  * A claim by name, or by dotted path into nested claims, as a list of strings: a top-level claim
@@ -135,6 +140,30 @@ const INTROSPECTION_TTL_MS = 30_000;
 /** Introspection answers kept at most; the oldest goes first. */
 const INTROSPECTION_CACHE_MAX = 10_000;
 
+/**
+ * Runs a fetch from an issuer unless one failed less than `ms` ago: then answers `unavailable`
+ * at once. jose starts its cooldown only after a key set fetch that succeeded, so while an IdP is
+ * down every made-up `kid`, and every forged token naming a trusted issuer, would fetch again.
+ */
+function failureCooldown(ms: number, now: () => Date) {
+  let failedAt = Number.NEGATIVE_INFINITY;
+  return async <T>(what: string, fetchIt: () => Promise<T>): Promise<T> => {
+    const wait = failedAt + ms - now().getTime();
+    if (wait > 0) {
+      const message = `${what} failed less than ${ms / 1000} s ago; not fetched again yet.`;
+      throw new GatehouseError('unavailable', message, { retryAfter: wait / 1000 });
+    }
+    try {
+      return await fetchIt();
+    } catch (error) {
+      failedAt = now().getTime();
+      throw error instanceof GatehouseError
+        ? error
+        : unavailable(`${what} could not be fetched or read.`, error);
+    }
+  };
+}
+
 interface IssuerRuntime {
   config: IssuerConfig;
   keys(): Promise<ReturnType<typeof createRemoteJWKSet>>;
@@ -152,33 +181,52 @@ export function createTokenAuthenticator(options: TokenAuthenticatorOptions): To
   const byIssuer = new Map<string, IssuerRuntime>();
   for (const config of options.config.issuers) {
     let keySet: Promise<ReturnType<typeof createRemoteJWKSet>> | undefined;
-    const jwksUrl = async (): Promise<string> => {
-      if (config.jwks_uri) return config.jwks_uri;
+    const cooldownMs = config.jwks_cooldown_seconds * 1000;
+    const discoveryCooldown = failureCooldown(cooldownMs, now);
+    const keySetCooldown = failureCooldown(cooldownMs, now);
+    const jwksUrl = async (): Promise<URL> => {
+      if (config.jwks_uri) return new URL(config.jwks_uri);
       const base = config.issuer.replace(/\/+$/, '');
       const res = await fetchImpl(`${base}/.well-known/openid-configuration`, {
         headers: { accept: 'application/json' },
         signal: AbortSignal.timeout(5000),
       });
-      const doc = res.ok ? ((await res.json()) as { jwks_uri?: unknown; issuer?: unknown }) : {};
-      if (typeof doc.jwks_uri !== 'string' || doc.issuer !== config.issuer) {
-        throw new Error(`the discovery document of ${config.issuer} names no jwks_uri for that issuer`);
+      const doc = res.ok ? ((await res.json()) as { jwks_uri?: unknown; issuer?: unknown } | null) : null;
+      if (typeof doc?.jwks_uri !== 'string' || doc.issuer !== config.issuer) {
+        throw unavailable(`The discovery document of ${config.issuer} names no jwks_uri for that issuer.`);
       }
-      return doc.jwks_uri;
+      return new URL(doc.jwks_uri);
+    };
+    /**
+     * jose's key set fetch, checked here: an error answer, a body that is not JSON or not a key
+     * set is the IdP failing (`unavailable`), never the token's fault, and starts the cooldown.
+     */
+    const fetchKeySet = async (url: string, init: RequestInit): Promise<Response> => {
+      const res = await fetchImpl(url, init);
+      if (res.status !== 200) {
+        throw unavailable(`The key set of ${config.issuer} answered HTTP ${res.status}.`);
+      }
+      const body = await res.json();
+      createLocalJWKSet(body as JSONWebKeySet); // throws unless it is a JSON Web Key Set
+      return Response.json(body);
     };
     byIssuer.set(config.issuer, {
       config,
       keys() {
-        keySet ??= jwksUrl().then((url) =>
-          createRemoteJWKSet(new URL(url), {
-            cooldownDuration: config.jwks_cooldown_seconds * 1000,
-            timeoutDuration: 5000,
-            [customFetch]: (input, init) => fetchImpl(input, init),
-          }),
-        );
-        // A failed discovery is tried again by the next token, not remembered.
-        keySet.catch(() => {
-          keySet = undefined;
-        });
+        if (keySet === undefined) {
+          keySet = discoveryCooldown(`The discovery document of ${config.issuer}`, jwksUrl).then((url) =>
+            createRemoteJWKSet(url, {
+              cooldownDuration: cooldownMs,
+              timeoutDuration: 5000,
+              [customFetch]: (input, init) =>
+                keySetCooldown(`The key set of ${config.issuer}`, () => fetchKeySet(input, init)),
+            }),
+          );
+          // A failed discovery is tried again after the cooldown, not remembered.
+          keySet.catch(() => {
+            keySet = undefined;
+          });
+        }
         return keySet;
       },
     });
@@ -314,8 +362,12 @@ export function createTokenAuthenticator(options: TokenAuthenticatorOptions): To
     if (!res.ok) {
       throw new GatehouseError('unavailable', `The token introspection endpoint answered ${res.status}.`);
     }
-    const body = (await res.json()) as IntrospectionPayload;
-    const payload = body.active === true ? body : null;
+    // A proxy's HTML error page or a JSON that is no object is the endpoint failing, not the token.
+    const body: unknown = await res.json().catch(() => null);
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      throw unavailable('The token introspection endpoint answered no JSON object.');
+    }
+    const payload = (body as IntrospectionPayload).active === true ? (body as IntrospectionPayload) : null;
     const expires = typeof payload?.exp === 'number' ? payload.exp * 1000 : Number.POSITIVE_INFINITY;
     if (introspected.size >= INTROSPECTION_CACHE_MAX) introspected.delete(introspected.keys().next().value!);
     introspected.set(id, { payload, until: Math.min(at + INTROSPECTION_TTL_MS, expires) });

@@ -9,6 +9,7 @@
  * followed this very base revision** — so a restart with an unchanged file keeps a revision
  * activated since (`PUT /v1/policy`), and a changed file takes over.
  */
+import type { PrincipalRecord } from '../auth/principalRecord.js';
 import { GatehouseError } from '../errors.js';
 import { compilePolicy } from '../gate/compilePolicy.js';
 import type { CompiledPolicy } from '../gate/gateTypes.js';
@@ -28,8 +29,16 @@ export interface ActivePoliciesOptions {
   refreshMs?: number;
   /** Monotonic milliseconds (for the refresh interval). */
   nowMs?: () => number;
-  /** Appends the `policy.activated` event in the caller's transaction. */
-  append(tx: StoreTx, tenantId: string, data: Record<string, unknown>): Promise<StoredEvent>;
+  /**
+   * Appends the `policy.activated` event in the caller's transaction, recording `principal` (who
+   * activated it) as `data.principal`; none when the instance recorded its own base policy.
+   */
+  append(
+    tx: StoreTx,
+    tenantId: string,
+    data: Record<string, unknown>,
+    principal?: PrincipalRecord,
+  ): Promise<StoredEvent>;
 }
 
 /** The outcome of an activation. */
@@ -50,12 +59,13 @@ export interface ActivePolicies {
   pointer(tenantId: string): ActivePolicyPointer | null;
   /**
    * Activates `policy` for the tenant, atomically: only while `expected` is the active revision.
+   * `by` is recorded as `activated_by`, `principal` (the caller, if any) on the event.
    * @throws {GatehouseError} `precondition_failed`
    */
   activate(
     tenantId: string,
     policy: CompiledPolicy,
-    options: { by: string; expected: string },
+    options: { by: string; expected: string; principal?: PrincipalRecord | undefined },
   ): Promise<Activation>;
   /**
    * A compiled revision of the tenant (cached per tenant), or the base.
@@ -145,13 +155,23 @@ export function createActivePolicies(options: ActivePoliciesOptions): ActivePoli
     tx: StoreTx,
     tenantId: string,
     policy: CompiledPolicy,
-    fields: { by: string; baseRevision: string | null; previous: ActivePolicyPointer | null },
+    fields: {
+      by: string;
+      baseRevision: string | null;
+      previous: ActivePolicyPointer | null;
+      principal?: PrincipalRecord | undefined;
+    },
   ): Promise<ActivePolicyPointer> {
-    const event = await options.append(tx, tenantId, {
-      revision: policy.revision,
-      previous_revision: fields.previous?.revision ?? null,
-      activated_by: fields.by,
-    });
+    const event = await options.append(
+      tx,
+      tenantId,
+      {
+        revision: policy.revision,
+        previous_revision: fields.previous?.revision ?? null,
+        activated_by: fields.by,
+      },
+      fields.principal,
+    );
     await tx.insertPolicyRevision(tenantId, {
       revision: policy.revision,
       source: policy.source,
@@ -221,7 +241,7 @@ export function createActivePolicies(options: ActivePoliciesOptions): ActivePoli
     pointer(tenantId) {
       return tenants.get(tenantId)?.pointer ?? null;
     },
-    async activate(tenantId, policy, { by, expected }) {
+    async activate(tenantId, policy, { by, expected, principal }) {
       const b = base();
       const result = await store.transaction(async (tx) => {
         await tx.lockChainHead(tenantId);
@@ -235,7 +255,7 @@ export function createActivePolicies(options: ActivePoliciesOptions): ActivePoli
         }
         if (pointer && pointer.revision === policy.revision) return { pointer, changed: false };
         const baseRevision = pointer ? pointer.base_revision : origin === undefined ? null : b.revision;
-        const written = await write(tx, tenantId, policy, { by, baseRevision, previous: pointer });
+        const written = await write(tx, tenantId, policy, { by, baseRevision, previous: pointer, principal });
         return { pointer: written, changed: true };
       });
       remember(tenantId, policy);

@@ -122,8 +122,8 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
     base: () => policy,
     origin: options.policyOrigin,
     ...(options.policyRefreshMs === undefined ? {} : { refreshMs: options.policyRefreshMs }),
-    append: async (tx, tenantId, data) =>
-      (await append(tx, tenantId, [{ type: 'policy.activated', session_id: '', data }]))[0]!,
+    append: async (tx, tenantId, data, principal) =>
+      (await append(tx, tenantId, [{ type: 'policy.activated', session_id: '', data }], { principal }))[0]!,
   });
   const tenantTransaction = <T>(
     tenantId: string,

@@ -2,6 +2,7 @@
  * The policy lifecycle: the active policy, activating a new one (optimistically, on the revision
  * it replaces), the stored revisions, and replaying recorded decisions against a candidate.
  */
+import { principalOf } from '../auth/principalRecord.js';
 import { GatehouseError } from '../errors.js';
 import { compilePolicy } from '../gate/compilePolicy.js';
 import type { CompiledPolicy } from '../gate/gateTypes.js';
@@ -78,6 +79,7 @@ export function policyOperations(
       const { pointer } = await policies.activate(tenantId, policy, {
         by: ctx?.keyId ?? ctx?.actor ?? 'in-process',
         expected,
+        principal: principalOf(ctx),
       });
       return activeView(policy, pointer);
     },

@@ -20,9 +20,11 @@ import {
   createGatehouse,
   createIdGenerator,
   type Gatehouse,
+  GatehouseError,
   type Scope,
   type Store,
   systemRandomBytes,
+  type TokenAuthenticator,
 } from '../../src/index.js';
 
 let store: Store;
@@ -242,6 +244,47 @@ describe('GET /v1/history/stream (web face)', () => {
     expect(await sse.next(1)).toEqual([]);
     expect(sse.comments).toContain(': closed: the API key was revoked');
     expect((await app.request('/v1/history/stream', { headers: auth(reader) })).status).toBe(401);
+  });
+
+  it('ends, saying why, when a token can no longer be checked because its issuer is down', async () => {
+    let down = false;
+    const tokens: TokenAuthenticator = {
+      issuers: ['https://idp.test'],
+      scopesSupported: [],
+      scopesGranting: () => [],
+      async authenticate() {
+        if (down)
+          throw new GatehouseError('unavailable', 'The key set of https://idp.test answered HTTP 503.');
+        return {
+          tenantId: 'default',
+          keyId: 'sub_0123456789abcdef',
+          scopes: ['history:read'],
+          sources: [],
+          labels: [],
+        };
+      },
+    };
+    app.close();
+    app = createHttpApp({
+      gatehouse: gh,
+      rateLimit: false,
+      historyStream: { pollMs: 60_000 },
+      identity: { tokens, publicUrl: 'http://gatehouse.test' },
+    });
+    const sse = sseReader(
+      (await app.request('/v1/history/stream', { headers: auth('header.payload.sig') })).body!,
+    );
+    await write('s1', '1');
+    expect((await sse.next(1))[0]!.data).toMatchObject({ seq: 1 });
+    down = true;
+    await write('s1', '2');
+    expect(await sse.next(1)).toEqual([]);
+    expect(sse.comments).toContain(
+      ': closed: the token cannot be checked now (its identity provider is unavailable); reconnect with Last-Event-ID',
+    );
+    expect((await app.request('/v1/history/stream', { headers: auth('header.payload.sig') })).status).toBe(
+      503,
+    );
   });
 
   it('ends when another process revokes its key (`gatehouse keys revoke` on the same database file)', async () => {
