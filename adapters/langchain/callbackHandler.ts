@@ -60,8 +60,10 @@ export class GatehouseCallbackHandler extends BaseCallbackHandler {
   readonly #outcomes: OutcomeReports;
   /** runId → decision ID of a tool that was let through. */
   readonly #decisions = new Map<string, string>();
-  /** toolCallId → the tool name the model asked for. */
-  readonly #calledNames = new Map<string, string>();
+  /** Root run → toolCallId → the tool names the model asked for under that ID in the run. */
+  readonly #calledNames = new Map<string, Map<string, string[]>>();
+  /** runId → parent run, for the chains and tools under way: finds the run a call belongs to. */
+  readonly #parents = new Map<string, string>();
   /** runId → the `execute_tool` span of a tool that was let through, ended with the tool. */
   readonly #spans = new Map<string, Span>();
 
@@ -96,20 +98,45 @@ export class GatehouseCallbackHandler extends BaseCallbackHandler {
     return this;
   }
 
-  /** Remembers the tool names the model asked for, by tool call ID. Never throws. */
-  override handleLLMEnd(output: LLMResult): void {
+  /** Remembers the run's parent, to tell which run a model's or a tool's call belongs to. Never throws. */
+  override handleChainStart(_chain: Serialized, _inputs: unknown, runId: string, parentRunId?: string): void {
+    // @langchain/core passes the parent run 4th, where its typings say `runType`.
+    if (parentRunId !== undefined) remember(this.#parents, runId, parentRunId);
+  }
+
+  /** Forgets the run (and, for a root run, the tool call IDs its models used). Never throws. */
+  override handleChainEnd(_outputs: unknown, runId: string): void {
+    this.#parents.delete(runId);
+    this.#calledNames.delete(runId);
+  }
+
+  /** As {@link handleChainEnd}. Never throws. */
+  override handleChainError(_error: unknown, runId: string): void {
+    this.handleChainEnd(undefined, runId);
+  }
+
+  /**
+   * Remembers the tool names the model asked for, by tool call ID, within the root run: another
+   * run's model cannot name this run's calls. Never throws.
+   */
+  override handleLLMEnd(output: LLMResult, _runId: string, parentRunId?: string): void {
+    // A model outside any chain starts no tool: nothing to remember.
+    if (parentRunId === undefined) return;
     try {
+      const root = this.#rootOf(parentRunId);
+      const calledNames = this.#calledNames.get(root) ?? new Map<string, string[]>();
       for (const generations of output.generations) {
         for (const generation of generations) {
           const calls = (generation as { message?: { tool_calls?: unknown } }).message?.tool_calls;
           if (!Array.isArray(calls)) continue;
           for (const call of calls as Array<{ id?: unknown; name?: unknown }>) {
-            if (typeof call.id === 'string' && typeof call.name === 'string') {
-              remember(this.#calledNames, call.id, call.name);
-            }
+            if (typeof call.id !== 'string' || typeof call.name !== 'string') continue;
+            const names = calledNames.get(call.id) ?? [];
+            remember(calledNames, call.id, names.includes(call.name) ? names : [...names, call.name]);
           }
         }
       }
+      remember(this.#calledNames, root, calledNames);
     } catch {
       // Only a hint for naming; a malformed model output is not the gate's business.
     }
@@ -124,15 +151,14 @@ export class GatehouseCallbackHandler extends BaseCallbackHandler {
     tool: Serialized,
     input: string,
     runId: string,
-    _parentRunId?: string,
+    parentRunId?: string,
     _tags?: string[],
     metadata?: Record<string, unknown>,
     runName?: string,
     toolCallId?: string,
   ): Promise<void> {
-    const calledName = toolCallId === undefined ? undefined : this.#calledNames.get(toolCallId);
-    if (toolCallId !== undefined) this.#calledNames.delete(toolCallId);
-    const action = resolveToolName({ serialized: tool, runName, metadata, calledName });
+    const calledNames = this.#takeCalledNames(parentRunId, toolCallId);
+    const action = resolveToolName({ serialized: tool, runName, metadata, toolCallId, calledNames });
     // A span from here to the tool's end, in the caller's active trace; the gate's spans are its
     // children. A callback cannot make it the tool's own active context.
     const { name, attributes } = toolCallSpan({ action, toolCallId });
@@ -154,6 +180,8 @@ export class GatehouseCallbackHandler extends BaseCallbackHandler {
     }
     remember(this.#decisions, runId, decision.decision_id);
     remember(this.#spans, runId, span);
+    // A tool may run an agent of its own: its calls belong to this run too.
+    if (parentRunId !== undefined) remember(this.#parents, runId, parentRunId);
   }
 
   /**
@@ -161,6 +189,7 @@ export class GatehouseCallbackHandler extends BaseCallbackHandler {
    * not wait for it. Never throws.
    */
   override handleToolEnd(output: unknown, runId: string): void {
+    this.#parents.delete(runId);
     this.#endSpan(runId);
     const decisionId = this.#take(runId);
     if (decisionId !== undefined) reportToolResult(this.#outcomes, decisionId, output);
@@ -168,9 +197,32 @@ export class GatehouseCallbackHandler extends BaseCallbackHandler {
 
   /** Starts recording `failed` with the error's first words; the error does not wait for it. Never throws. */
   override handleToolError(error: unknown, runId: string): void {
+    this.#parents.delete(runId);
     this.#endSpan(runId, error);
     const decisionId = this.#take(runId);
     if (decisionId !== undefined) this.#outcomes.failed(decisionId, error);
+  }
+
+  /** The names the model used for `toolCallId` in the run of `parentRunId`. */
+  #takeCalledNames(parentRunId?: string, toolCallId?: string): string[] | undefined {
+    if (parentRunId === undefined || toolCallId === undefined) return undefined;
+    const calledNames = this.#calledNames.get(this.#rootOf(parentRunId));
+    const names = calledNames?.get(toolCallId);
+    // One name is this call's alone: a later model turn may use the ID again. An ID the model
+    // gave two tools stays ambiguous for the rest of the run.
+    if (names?.length === 1) calledNames?.delete(toolCallId);
+    return names;
+  }
+
+  /** The outermost run under way above `runId` (bounded: the map is, too). */
+  #rootOf(runId: string): string {
+    let root = runId;
+    for (let step = 0; step < MAX_TRACKED; step++) {
+      const parent = this.#parents.get(root);
+      if (parent === undefined) break;
+      root = parent;
+    }
+    return root;
   }
 
   #endSpan(runId: string, error?: unknown): void {

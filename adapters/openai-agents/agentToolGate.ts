@@ -124,18 +124,32 @@ export class AgentToolGate {
   }
 
   /**
-   * Decides a call of an MCP server's tool (from its input guardrail). An MCP tool gets the model's
+   * Decides a call of an MCP server's tool (from its input guardrail), under the tool's name on its
+   * server (`toolName`), not the one the model called: the SDK may have published it under another
+   * (`mcp_bank__transfer_money`). A name that cannot be told is refused. An MCP tool gets the model's
    * JSON as it is: no schema of ours parses it. Local MCP tools have no approval hook in the SDK, so
    * a hold is refused with its reason (it names the approval); once a person approves it in
    * Gatehouse, the same call goes through.
    */
-  enforceMcpCall(
+  async enforceMcpCall(
     context: AnyContext,
     toolCall: { name: string; callId: string; arguments: string },
+    toolName: () => Promise<string>,
   ): Verdict {
+    let action: string;
+    try {
+      action = await toolName();
+    } catch (error) {
+      reportError(this.#options.onError, error, {
+        stage: 'evaluate',
+        action: toolCall.name,
+        toolCallId: toolCall.callId,
+      });
+      return ToolGuardrailFunctionOutputFactory.rejectContent(uncheckedReason(toolCall.name, error));
+    }
     // No needsApproval has announced a hold: this evaluation tells onApprovalRequest.
     return this.#enforce(
-      toolCall.name,
+      action,
       context,
       toolCall.callId,
       () => jsonParams(toolCall.arguments === '' ? {} : JSON.parse(toolCall.arguments)),

@@ -27,8 +27,8 @@ export interface GatedAgent<TContext, TOutput extends AgentOutputType> extends G
 
 /**
  * Gates every tool call of an OpenAI Agents agent (or of a list of tools), with the tool's name as
- * the action and the arguments the tool runs with (the model's, parsed by the tool's schema) as
- * `params`:
+ * the action (an MCP tool's name on its server, not the one the SDK published it under) and the
+ * arguments the tool runs with (the model's, parsed by the tool's schema) as `params`:
  * - each function tool's `needsApproval` asks Gatehouse: a hold pauses the run as a
  *   `RunToolApprovalItem` in `result.interruptions` (`onApprovalRequest` gets the Gatehouse approval
  *   with the same `tool_call_id`); otherwise the tool's own `needsApproval` still applies;

@@ -2,7 +2,8 @@
  * Gatehouse's guardrails on an MCP server. The SDK turns each tool a server lists into a function
  * tool carrying the server's `toolInputGuardrails` and `toolOutputGuardrails`, so these run for
  * every MCP tool call. A server may serve several agents, each gated with its own options: the
- * guardrails are put on it once, and each call goes to the gate of the agent that made it.
+ * guardrails are put on it once, and each call goes to the gate of the agent that made it, under
+ * the tool's name on the server (the SDK may publish it under another: `mcpToolName.ts`).
  */
 import {
   defineToolInputGuardrail,
@@ -11,6 +12,7 @@ import {
   ToolGuardrailFunctionOutputFactory,
 } from '@openai/agents-core';
 import { type AgentToolGate, GUARDRAIL_NAME } from './agentToolGate.js';
+import { mcpToolName } from './mcpToolName.js';
 
 /** Per gated server, the gate of each agent that uses it. */
 const gatesByServer = new WeakMap<MCPServer, WeakMap<object, AgentToolGate>>();
@@ -33,7 +35,7 @@ export function gateMcpServer(server: MCPServer, agent: object, gate: AgentToolG
           ? ToolGuardrailFunctionOutputFactory.rejectContent(
               `Gatehouse gates '${server.name}' for other agents; agent '${caller.name}' was not gated, so '${toolCall.name}' did not run.`,
             )
-          : gateOfCaller.enforceMcpCall(context, toolCall);
+          : gateOfCaller.enforceMcpCall(context, toolCall, () => mcpToolName(server, caller, toolCall.name));
       },
     });
     const outputGuardrail = defineToolOutputGuardrail({
