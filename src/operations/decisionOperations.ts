@@ -6,7 +6,7 @@ import { conflictViewOf, gateStateOf } from '../gate/index.js';
 import type { DecisionRecord, Gatehouse } from '../gatehouseTypes.js';
 import { isoTime } from '../runtime.js';
 import { type Decision, EvaluateInputSchema, OutcomeInputSchema } from '../schemas.js';
-import { maskDecision, maskSecrets } from '../state/maskSecrets.js';
+import { collectSecrets, maskDecision, maskSecrets } from '../state/maskSecrets.js';
 import { parseInput } from '../validation.js';
 import { sessionSecrets } from './eventSecrets.js';
 import { settleHeldDecision } from './heldDecisions.js';
@@ -32,6 +32,17 @@ export function decisionOperations(
       const secrets = new Set(items.filter((i) => i.sensitivity === 'secret').map((i) => i.value));
       const params = input.params ?? {};
       const context = input.context ?? {};
+      // A secret among the caller's own fields is masked wherever it is quoted too (a rule's
+      // message, an error naming the value): the walk runs only when masking found one.
+      let maskedParams = maskSecrets(params, 'params', secrets);
+      let maskedContext = maskSecrets(context, 'context', secrets);
+      const known = secrets.size;
+      if (maskedParams !== params) collectSecrets(params, 'params', secrets);
+      if (maskedContext !== context) collectSecrets(context, 'context', secrets);
+      if (secrets.size > known) {
+        maskedParams = maskSecrets(params, 'params', secrets);
+        maskedContext = maskSecrets(context, 'context', secrets);
+      }
       const evaluatedAt = clock();
       const result = activePolicy.evaluate({
         action: input.action,
@@ -72,11 +83,7 @@ export function decisionOperations(
         type: 'gate_evaluation',
         session_id: input.session_id,
         decision_id: decision.decision_id,
-        data: {
-          ...masked,
-          params: maskSecrets(params, 'params', secrets),
-          context: maskSecrets(context, 'context', secrets),
-        },
+        data: { ...masked, params: maskedParams, context: maskedContext },
       } as const;
       // Only the append runs in the transaction: it may run again (group commit), it has no other effect.
       await tenantTransaction(tenantId, (tx) => append(tx, tenantId, [event], ctx), { rerunnable: true });

@@ -21,6 +21,21 @@ export function maskSecrets(
 }
 
 /**
+ * Adds to `into` every string in `value` that {@link maskSecrets} masks for what it is (by its
+ * name or its shape), so a copy of it elsewhere — quoted by a rule's message, echoed by an error —
+ * is masked too.
+ */
+export function collectSecrets(value: unknown, name: string, into: Set<string>, depth = 0): void {
+  if (typeof value === 'string') {
+    if (isSecret(name, value)) into.add(value);
+  } else if (Array.isArray(value)) {
+    if (depth <= MAX_DEPTH) for (const v of value) collectSecrets(v, name, into, depth + 1);
+  } else if (value !== null && typeof value === 'object' && depth <= MAX_DEPTH) {
+    for (const [k, v] of Object.entries(value)) collectSecrets(v, `${name}.${k}`, into, depth + 1);
+  }
+}
+
+/**
  * Copy on write: a subtree with nothing to mask comes back as the same object, so the common case
  * (no secret anywhere) allocates nothing. Callers treat the result as read-only either way.
  */
