@@ -160,19 +160,19 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
         body: stored.body,
       } satisfies Reply;
     };
-    const existing = (await options.store.get(id)) as Entry | undefined;
-    if (existing && !isTombstone(existing) && existing.fingerprint === fingerprint && check) {
-      const [erased] = await erasedSessions(existing, body, check);
-      if (erased !== undefined) {
-        // Refused either way: a store that fails here only keeps the entry until the next retry.
-        await Promise.resolve(options.store.set(id, { fingerprint, erased } satisfies Tombstone, ttl)).catch(
-          (error: unknown) => options.onError?.(error),
-        );
-        throw responseErased(erased);
+    const handle = async (): Promise<Reply> => {
+      const existing = (await options.store.get(id)) as Entry | undefined;
+      if (existing && !isTombstone(existing) && existing.fingerprint === fingerprint && check) {
+        const [erased] = await erasedSessions(existing, body, check);
+        if (erased !== undefined) {
+          // Refused either way: a store that fails here only keeps the entry until the next retry.
+          await Promise.resolve(
+            options.store.set(id, { fingerprint, erased } satisfies Tombstone, ttl),
+          ).catch((error: unknown) => options.onError?.(error));
+          throw responseErased(erased);
+        }
       }
-    }
-    if (existing) return replay(existing);
-    const work = (async () => {
+      if (existing) return replay(existing);
       const response = await run();
       const responseBody = response.body ?? '';
       // An answer nobody received (499: the client went away) is no answer to replay: a retry runs
@@ -195,7 +195,10 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
       if (!kept) response.headers[NOT_STORED.header] = NOT_STORED.value;
       else if (check) index(check.tenantId, check.sessions, id);
       return response;
-    })();
+    };
+    // Registered before the first await: a request with the same key arriving while this one looks
+    // up the store (a round trip to Redis) waits for it, then replays what it kept.
+    const work = handle();
     inFlight.set(id, work);
     try {
       return await work;

@@ -2,6 +2,7 @@
  * Idempotent responses kept in memory are bounded: in entries and in bytes, the oldest out
  * first; a response too large to keep is answered with `Idempotency-Status: not-stored`.
  */
+import Keyv from 'keyv';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readServeConfig } from '../../adapters/cli/config.js';
 import { createBoundedMemoryStore } from '../../adapters/http/boundedMemoryStore.js';
@@ -114,6 +115,26 @@ describe('Idempotency-Key through the app, in memory', () => {
       status: res.headers.get('idempotency-status'),
     };
   };
+
+  it('runs concurrent requests with one key once when the store answers after a round trip (Redis)', async () => {
+    const memory = createBoundedMemoryStore();
+    const roundTrip = () => new Promise((resolve) => setTimeout(resolve, 5));
+    const slow = {
+      ...memory,
+      on: () => slow,
+      get: async (key: string) => (await roundTrip(), memory.get(key)),
+      set: async (key: string, value: unknown, ttl?: number) => (
+        await roundTrip(), memory.set(key, value, ttl)
+      ),
+      delete: async (key: string) => memory.delete(key),
+      clear: async () => memory.clear(),
+    };
+    app = createHttpApp({ gatehouse: gh, rateLimit: false, ttlStore: new Keyv({ store: slow }) });
+    const answers = await Promise.all([evaluate('same'), evaluate('same'), evaluate('same')]);
+    expect(new Set(answers.map((a) => a.decisionId)).size).toBe(1);
+    expect(answers.filter((a) => a.replayed)).toHaveLength(2);
+    expect((await gh.readHistory({ type: 'gate_evaluation' })).events).toHaveLength(1);
+  });
 
   it('keeps at most maxEntries responses, the oldest going first', async () => {
     app = createHttpApp({ gatehouse: gh, rateLimit: false, idempotency: { maxEntries: 2 } });
