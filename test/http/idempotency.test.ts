@@ -122,10 +122,14 @@ describe('Idempotency-Key through the app, in memory', () => {
     const slow = {
       ...memory,
       on: () => slow,
-      get: async (key: string) => (await roundTrip(), memory.get(key)),
-      set: async (key: string, value: unknown, ttl?: number) => (
-        await roundTrip(), memory.set(key, value, ttl)
-      ),
+      async get(key: string) {
+        await roundTrip();
+        return memory.get(key);
+      },
+      async set(key: string, value: unknown, ttl?: number) {
+        await roundTrip();
+        return memory.set(key, value, ttl);
+      },
       delete: async (key: string) => memory.delete(key),
       clear: async () => memory.clear(),
     };
