@@ -57,20 +57,24 @@ describe.each(STORE_TARGETS)('an erased item on $name', (target) => {
     }
   });
 
-  it('stays erased when a conflict left open by retention is resolved keep_current', async () => {
+  /** An item last written before retention's cut-off, a conflict on it opened after; retention run. */
+  async function openConflictOnClearedItem() {
     const store = await target.open(target.place());
     const clock = { now: T0 };
     const gh = createGatehouse({ store, clock: () => new Date(clock.now), policy: compilePolicy(POLICY) });
-    try {
-      await gh.recordState(consent('user_input'));
-      clock.now = T0 + 100 * DAY;
-      const proposal = await gh.recordState(consent('agent_inference', 'revoked'));
-      expect(proposal.outcome).toBe('conflict');
-      clock.now = T0 + 110 * DAY;
-      // The item was last written before the cut-off, the conflict after it.
-      await gh.runRetention();
-      expect(await gh.getItem('s1', 'consent.export')).toMatchObject({ status: 'erased', value: '' });
+    await gh.recordState(consent('user_input'));
+    clock.now = T0 + 100 * DAY;
+    const proposal = await gh.recordState(consent('agent_inference', 'revoked'));
+    expect(proposal.outcome).toBe('conflict');
+    clock.now = T0 + 110 * DAY;
+    await gh.runRetention();
+    expect(await gh.getItem('s1', 'consent.export')).toMatchObject({ status: 'erased', value: '' });
+    return { store, gh, proposal };
+  }
 
+  it('stays erased when a conflict left open by retention is resolved keep_current', async () => {
+    const { store, gh, proposal } = await openConflictOnClearedItem();
+    try {
       await gh.resolveConflict(proposal.conflict!.conflict_id, { resolution: 'keep_current' });
       expect(await gh.getItem('s1', 'consent.export')).toMatchObject({ status: 'erased', value: '' });
       expect((await gh.evaluate(exportData)).verdict).toBe('Block');
@@ -81,16 +85,8 @@ describe.each(STORE_TARGETS)('an erased item on $name', (target) => {
   });
 
   it('settles a conflict left open by retention when the key is written again', async () => {
-    const store = await target.open(target.place());
-    const clock = { now: T0 };
-    const gh = createGatehouse({ store, clock: () => new Date(clock.now), policy: compilePolicy(POLICY) });
+    const { store, gh, proposal } = await openConflictOnClearedItem();
     try {
-      await gh.recordState(consent('user_input'));
-      clock.now = T0 + 100 * DAY;
-      const proposal = await gh.recordState(consent('agent_inference', 'revoked'));
-      clock.now = T0 + 110 * DAY;
-      await gh.runRetention();
-
       const fresh = await gh.recordState(consent('tool_output', 'unknown'));
       expect(fresh).toMatchObject({ outcome: 'created', item: { status: 'current', value: 'unknown' } });
       expect(await gh.listConflicts({ session_id: 's1', status: 'open' })).toEqual([]);
