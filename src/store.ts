@@ -464,7 +464,10 @@ export interface OutboxStore {
   releaseDeliveries(leases: readonly DeliveryLease[]): Promise<void>;
   /** Marks a webhook disabled (after a 410). */
   disableWebhook(tenantId: string, webhookId: string, at: string): Promise<void>;
-  /** The earliest `next_attempt_at` of a pending delivery, to sleep until then. */
+  /**
+   * The earliest time a claim can take a delivery (a pending one of an active webhook, at its
+   * `next_attempt_at`, or its lease's end while leased), to sleep until then.
+   */
   nextDueAt(): Promise<string | null>;
 }
 

@@ -442,7 +442,18 @@ export const recordDeliveryAttempt = `UPDATE deliveries SET status = ?, attempts
     delivered_at = ?, updated_at = ?, lease_until = NULL
   WHERE tenant_id = ? AND delivery_id = ?`;
 
-export const nextDueAt = `SELECT min(next_attempt_at) AS t FROM deliveries WHERE status = 'pending'`;
+/**
+ * The earliest time a claim can take something: a pending delivery of an active webhook is
+ * claimable at its `next_attempt_at`, or at its lease's end while leased. In due order, nothing
+ * after the first unleased one can be claimable sooner, so only the leased ones before it (those
+ * that senders hold) are read beside it, through the `deliveries_due` index.
+ */
+export const nextDueAt = `SELECT min(CASE WHEN d.lease_until > d.next_attempt_at THEN d.lease_until ELSE d.next_attempt_at END) AS t
+  FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id AND w.tenant_id = d.tenant_id
+  WHERE d.status = 'pending' AND w.status = 'active' AND d.next_attempt_at <= coalesce((
+    SELECT f.next_attempt_at FROM deliveries f JOIN webhooks fw ON fw.id = f.webhook_id AND fw.tenant_id = f.tenant_id
+    WHERE f.status = 'pending' AND fw.status = 'active' AND (f.lease_until IS NULL OR f.lease_until <= f.next_attempt_at)
+    ORDER BY f.next_attempt_at LIMIT 1), '9999')`;
 
 /** Only while the lease is still the one this sender was given, so a newer claim keeps its own. */
 export const releaseDelivery = `UPDATE deliveries SET lease_until = NULL

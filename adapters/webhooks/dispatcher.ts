@@ -5,11 +5,14 @@
  * outcome recorded: 2xx delivered, 410 disables the endpoint, anything else is retried on the
  * backoff schedule until it is exhausted and the delivery is marked failed.
  *
- * The store is met in batches, not once per delivery: a claim takes several deliveries ahead of
- * the free slots (each must start well inside its lease, or it is given back), and the outcomes
- * that arrive in one event-loop turn are recorded with one commit. A delivery is marked
- * delivered only once its 2xx is in; until its outcome is committed it stays leased, so a crash
- * in between sends it again (at least once, never lost).
+ * A delivery is claimed only when a slot is free to send it, never ahead: the claim reads its
+ * webhook (URL, secrets, status) and its event with the event's values as they are then, and the
+ * attempt starts at once. So what was deleted, disabled (a 410 seen by any instance), rotated or
+ * erased before an attempt starts is what that attempt sees. The store is still met in batches,
+ * not once per delivery: the outcomes that arrive in one event-loop turn are recorded with one
+ * commit, and the slots that commit frees are filled by one claim. A delivery is marked delivered
+ * only once its 2xx is in; until its outcome is committed it stays leased (and holds its slot), so
+ * a crash in between sends it again (at least once, never lost).
  */
 
 import type { Logger } from 'pino';
@@ -48,9 +51,8 @@ export interface WebhookDispatcherOptions {
   /** @default Math.random */
   random?: () => number;
   /**
-   * Attempts in flight at once. The sender holds leases on at most 4 deliveries per slot (in
-   * flight, claimed for the next free slot, or being recorded): after a crash, those wait for
-   * their lease to end. @default 8
+   * Deliveries held at once: each from its claim until its outcome is recorded (so at most this
+   * many attempts in flight). After a crash, those wait for their lease to end. @default 8
    */
   concurrency?: number;
   /** How long a claimed delivery is reserved for this instance. @default 60 s */
@@ -87,12 +89,6 @@ export interface WebhookDispatcher {
 
 const USER_AGENT = 'Gatehouse-Webhooks/1';
 
-/** Claimed deliveries held per slot (in flight, waiting for a slot, or being recorded). */
-const HELD_PER_SLOT = 4;
-
-/** How long before its lease ends a waiting delivery must at the latest have finished. */
-const LEASE_MARGIN_MS = 5_000;
-
 /** Longest an outcome waits for others to share its commit. */
 const RECORD_WAIT_MS = 2;
 
@@ -101,14 +97,6 @@ const RECORD_BATCH_MAX = 64;
 
 /** A webhook's failed attempts are logged at most once per this long (the rest are counted). */
 const FAILURE_LOG_INTERVAL_MS = 60_000;
-
-/** A claimed delivery waiting for a slot. */
-interface Held {
-  claimed: ClaimedDelivery;
-  lease: DeliveryLease;
-  /** Clock time (ms) after which it no longer starts: its attempt could outlive the lease. */
-  startBy: number;
-}
 
 /** An attempt's outcome, waiting to be recorded. */
 interface Outcome extends RecordedDeliveryAttempt {
@@ -160,12 +148,6 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   const leaseMs = options.leaseMs ?? 60_000;
   const timeoutMs = options.timeoutMs ?? 15_000;
   const pollMs = options.pollIntervalMs ?? 1000;
-  // A delivery claimed ahead waits for a slot; it may only while its attempt still ends inside
-  // the lease. A lease too short for that claims no more than the free slots.
-  const waitAllowedMs = leaseMs - timeoutMs - LEASE_MARGIN_MS;
-  const maxHeld = waitAllowedMs > 0 ? concurrency * HELD_PER_SLOT : concurrency;
-  /** A claim waits for this much room, so that each one takes many deliveries. */
-  const claimBatch = Math.max(concurrency, maxHeld / 2);
   const ownAgent = options.dispatcher
     ? undefined
     : createWebhookAgent({
@@ -176,10 +158,10 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
       });
   const agent: Dispatcher = options.dispatcher ?? ownAgent!;
   const deadlines = createAttemptDeadlines(timeoutMs);
-  /** Attempts in flight (request sent or about to be): one per slot. */
+  /** Attempts in flight (request sent or about to be). */
   const slots = new Set<Promise<void>>();
-  /** Claimed, not started yet; due-first. */
-  let waiting: Held[] = [];
+  /** Slots promised to claims under way (two claims at once must not fill one slot twice). */
+  let claiming = 0;
   /** Outcomes not committed yet (queued or being written). */
   const outcomes: Outcome[] = [];
   let recording = 0;
@@ -234,8 +216,8 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     );
   }
 
-  /** Every delivery this sender holds a lease on and has not recorded. */
-  const held = () => waiting.length + slots.size + recording;
+  /** The slots taken: every delivery this sender holds a lease on and has not recorded. */
+  const held = () => slots.size + recording;
 
   /** Reported on a later microtask, as a rejected attempt was: a throwing `onError` stops nothing here. */
   function report(error: unknown): void {
@@ -303,9 +285,6 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
       status = 'delivered';
     } else if (outcome === 'disable') {
       await store.disableWebhook(tenantId, webhook.id, atIso);
-      giveBack(
-        waiting.filter((h) => h.claimed.tenant_id === tenantId && h.claimed.webhook.id === webhook.id),
-      );
       lastError = 'the endpoint answered 410 Gone: the webhook is disabled';
       options.logger?.warn({ webhook_id: webhook.id }, 'webhook disabled: the endpoint answered 410');
     } else {
@@ -396,76 +375,61 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     flushing = undefined;
   }
 
-  /** Takes deliveries out of the waiting line and returns their leases, so they are due again now. */
-  function giveBack(items: readonly Held[]): void {
-    if (items.length === 0) return;
-    const gone = new Set(items);
-    waiting = waiting.filter((h) => !gone.has(h));
-    release(items);
-  }
-
-  function release(items: readonly Held[]): void {
+  /** Returns leases of deliveries that were never attempted, so they are due again now. */
+  function release(leases: readonly DeliveryLease[]): void {
     const p = store
-      .releaseDeliveries(items.map((h) => h.lease))
+      .releaseDeliveries(leases)
       .catch(report)
       .finally(() => releasing.delete(p));
     releasing.add(p);
   }
 
-  function launch(h: Held): void {
+  function launch(claimed: ClaimedDelivery): void {
     launched += 1;
-    const p = inDeliverySpan(h.claimed, () => attempt(h.claimed))
+    const p = inDeliverySpan(claimed, () => attempt(claimed))
       .then(record, report)
       .finally(() => {
         slots.delete(p);
-        startWaiting();
         progressed();
       });
     slots.add(p);
   }
 
-  /** Starts waiting deliveries while slots are free; one waited too long goes back to the outbox. */
-  function startWaiting(): void {
-    // Once closed, what waits is given back, not started.
-    if (closed) return;
-    const late: Held[] = [];
-    while (slots.size < concurrency && waiting.length > 0) {
-      const h = waiting.shift()!;
-      if (clock().getTime() > h.startBy) late.push(h);
-      else launch(h);
-    }
-    if (late.length > 0) release(late);
-  }
-
-  /** Claims up to `limit` due deliveries into the waiting line and starts what slots allow. */
+  /**
+   * Claims up to `limit` due deliveries and starts them all at once: what the claim read of their
+   * webhooks and events is what they send.
+   */
   async function claim(limit: number): Promise<number> {
     const now = clock();
     const leaseUntil = new Date(now.getTime() + leaseMs).toISOString();
-    const claimed = await store.claimDueDeliveries({ now: isoTime(now), leaseUntil, limit });
-    const startBy = waitAllowedMs > 0 ? now.getTime() + waitAllowedMs : Number.POSITIVE_INFINITY;
-    const got = claimed.map((c) => ({
-      claimed: c,
-      lease: { tenantId: c.tenant_id, deliveryId: c.delivery.delivery_id, leaseUntil },
-      startBy,
-    }));
-    // Closed while this claim ran: straight back, like everything else that had not started.
+    claiming += limit;
+    let claimed: ClaimedDelivery[];
+    try {
+      claimed = await store.claimDueDeliveries({ now: isoTime(now), leaseUntil, limit });
+    } finally {
+      claiming -= limit;
+      // What it promised and did not take is free again for whoever waits for a slot.
+      progressed();
+    }
+    // Closed while this claim ran: straight back, due again now for the next instance.
     if (closed) {
-      if (got.length > 0) release(got);
+      if (claimed.length > 0) {
+        release(
+          claimed.map((c) => ({ tenantId: c.tenant_id, deliveryId: c.delivery.delivery_id, leaseUntil })),
+        );
+      }
       return 0;
     }
-    waiting.push(...got);
-    startWaiting();
-    return got.length;
+    for (const c of claimed) launch(c);
+    return claimed.length;
   }
 
   /**
-   * How many to claim now: a batch's worth once that much room is free, or whatever room there
-   * is when no delivery waits for a slot (never a slot idle while the outbox has work).
+   * How many to claim now: the free slots. A slot is free once its outcome is recorded, so the
+   * slots one commit frees share one claim.
    */
   function claimable(): number {
-    const room = maxHeld - held();
-    if (room >= claimBatch || (room > 0 && waiting.length === 0)) return room;
-    return 0;
+    return Math.max(0, concurrency - held() - claiming);
   }
 
   function sleep(ms: number): Promise<void> {
@@ -494,11 +458,14 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
           await nextProgress();
           continue;
         }
-        if ((await claim(limit)) === limit) continue;
+        const got = await claim(limit);
+        if (got === limit) continue;
         // Fewer than asked: nothing else is due now. Sleep until the next one is, or a wake.
         const next = await store.nextDueAt();
-        const wait =
-          next === null ? pollMs : Math.min(pollMs, Math.max(0, Date.parse(next) - clock().getTime()));
+        const dueIn = next === null ? pollMs : Date.parse(next) - clock().getTime();
+        // Due already, yet the claim took nothing (taken elsewhere in between, or a store whose
+        // nextDueAt counts what its claim skips): looking again at once would spin.
+        const wait = dueIn <= 0 && got === 0 ? pollMs : Math.min(pollMs, Math.max(0, dueIn));
         await sleep(Math.max(wait, 10));
       } catch (error) {
         options.onError?.(error);
@@ -539,7 +506,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
         const limit = closed ? 0 : claimable();
         const got = limit > 0 ? await claim(limit) : 0;
         if (got === 0 && held() === 0 && releasing.size === 0) return launched - before;
-        if (got < limit && waiting.length === 0) await settled();
+        if (got < limit) await settled();
         else await anySettled();
       }
     },
@@ -553,8 +520,6 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
       progressed();
       flushSoon?.();
       await loop;
-      // Claimed but never started: due again now, for the next instance (or this one restarted).
-      giveBack([...waiting]);
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
         settled(),

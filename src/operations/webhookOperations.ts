@@ -131,6 +131,9 @@ export function webhookOperations(
       assertPlausibleId(deliveryId, 'Delivery');
       const tenantId = tenantOf(ctx);
       const delivery = await core.transaction(async (tx) => {
+        // A deleted webhook's delivery could never be sent. A disabled one's is queued, and goes
+        // out once the webhook is enabled again.
+        if (!(await tx.getWebhook(tenantId, webhookId))) throw notFound(`Webhook '${webhookId}'`);
         const found = await tx.getDelivery(tenantId, deliveryId);
         if (!found || found.webhook_id !== webhookId) throw notFound(`Delivery '${deliveryId}'`);
         const at = now();
