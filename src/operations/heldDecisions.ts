@@ -132,7 +132,15 @@ export async function settleHeldDecision(shared: OperationContext, held: HeldEva
     }
 
     let decision: Decision | undefined;
-    if (live?.status === 'approved') {
+    if (
+      live?.status === 'approved' &&
+      !live.allow_self_approval &&
+      live.decided_by === requesterIdentity(held.ctx)
+    ) {
+      // Four eyes: the approver cannot be the one its approval releases (it would ask, be held,
+      // approve with another key's rights… or be the second agent that never asked).
+      decision = selfApprovedBlock(base, live);
+    } else if (live?.status === 'approved') {
       const taken = await tx.consumeApproval(tenantId, live.id, now);
       if (taken) {
         decision = released(base, result, { ...live, ...taken });
@@ -264,6 +272,18 @@ function heldBlock(base: Decision, approval: Approval): Decision {
     reason: message,
     reasons: [...base.reasons, reason],
     approval: citation(approval, 'pending'),
+  };
+}
+
+/** Block `approval_required`: the caller approved this call itself; another caller must use it. */
+function selfApprovedBlock(base: Decision, approval: Approval): Decision {
+  const message = `Approval ${approval.id} was decided by this caller (${approval.decided_by}): it cannot release the action it approved itself. ${base.reason}`;
+  const reason: GateReason = { rule: 'approval_required', verdict: 'Block', message, keys: [] };
+  return {
+    ...base,
+    reason: message,
+    reasons: [...base.reasons, reason],
+    approval: citation(approval, 'approved'),
   };
 }
 

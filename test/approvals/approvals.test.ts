@@ -301,6 +301,20 @@ describe('replays are refused', () => {
     expect((await gh.evaluate(transfer(9000), b)).verdict).toBe('Allow');
   });
 
+  it('the key that approved a call is not released by its approval, though it never asked for it', async () => {
+    const held = await gh.evaluate(transfer(9000), agent);
+    const id = held.approval!.id;
+    await gh.approve(id, {}, finance);
+    const own = await gh.evaluate(transfer(9000), finance);
+    expect(own).toMatchObject({ verdict: 'Block', allowed: false, approval: { id, status: 'approved' } });
+    expect(own.reason).toMatch(
+      new RegExp(`^Approval ${id} was decided by this caller \\(key_finance\\): it cannot release the action it approved itself\\.`),
+    );
+    // Not used up: the agent that asked still gets it.
+    expect((await gh.getApproval(id)).status).toBe('approved');
+    expect((await gh.evaluate(transfer(9000), agent)).verdict).toBe('Allow');
+  });
+
   it("an agent's key reads only the approvals it asked for; deciders and history readers read all", async () => {
     const other: CallContext = { keyId: 'key_other', scopes: ['gate:evaluate'], labels: [] };
     const id = (await gh.evaluate(transfer(9000), agent)).approval!.id;
