@@ -45,7 +45,7 @@ export interface HttpAppOptions {
    * @default 24 h, 10,000 entries, 32 MiB, 1 MiB
    */
   idempotency?: Pick<BoundedMemoryStoreOptions, 'maxEntries' | 'maxBytes'> &
-    Pick<IdempotencyOptions, 'ttlMs' | 'maxResponseBytes'>;
+    Pick<IdempotencyOptions, 'ttlMs' | 'maxResponseBytes' | 'storeTimeoutMs'>;
   logger?: Logger;
   /** Prometheus metrics. @default a fresh registry */
   metrics?: Metrics;
@@ -168,8 +168,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
           }),
         ttlMs: options.idempotency?.ttlMs,
         maxResponseBytes: options.idempotency?.maxResponseBytes,
-        onError: (err) =>
-          options.logger?.warn({ err }, 'idempotency store: tombstone of an erased session not written'),
+        storeTimeoutMs: options.idempotency?.storeTimeoutMs,
+        onError: (err) => options.logger?.warn({ err }, 'idempotency store failed'),
       }),
       metrics,
       logger: options.logger,

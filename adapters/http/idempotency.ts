@@ -82,6 +82,13 @@ export interface IdempotencyOptions {
   now?: () => number;
   /** A failed write of an erased session's tombstone (the store is down). @default ignored */
   onError?: (error: unknown) => void;
+  /**
+   * How long a read or write of the store may take. A request whose key cannot be looked up in
+   * time is not run (503 `unavailable`); a response that cannot be kept in time is answered
+   * `not-stored`. (A Redis client queues commands while it reconnects: without this, requests
+   * would wait for Redis to come back, and run long after their clients gave up.) @default 2 s
+   */
+  storeTimeoutMs?: number;
 }
 
 /** The response header that says a response was not kept, and its value. */
@@ -105,6 +112,18 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
   const ttl = options.ttlMs ?? 24 * 3600_000;
   const maxResponseBytes = options.maxResponseBytes ?? 2 ** 20;
   const now = options.now ?? Date.now;
+  const storeTimeoutMs = options.storeTimeoutMs ?? 2_000;
+  /** The store's answer, or a rejection once it took longer than {@link storeTimeoutMs}. */
+  const inTime = <T>(operation: Promise<T> | T, what: string): Promise<T> => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`the Idempotency-Key store did not ${what} within ${storeTimeoutMs} ms`)),
+        storeTimeoutMs,
+      );
+    });
+    return Promise.race([Promise.resolve(operation), late]).finally(() => clearTimeout(timer));
+  };
   const inFlight = new Map<string, Promise<unknown>>();
   /** Entry IDs by `tenant\nsession`, in insertion order (a Map keeps it). */
   const bySession = new Map<string, Set<string>>();
@@ -161,7 +180,17 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
       } satisfies Reply;
     };
     const handle = async (): Promise<Reply> => {
-      const existing = (await options.store.get(id)) as Entry | undefined;
+      let existing: Entry | undefined;
+      try {
+        existing = (await inTime(options.store.get(id), 'answer')) as Entry | undefined;
+      } catch (error) {
+        options.onError?.(error);
+        throw new GatehouseError(
+          'unavailable',
+          'The store of Idempotency-Key responses (Redis) does not answer: the request was not run. Retry it with the same key later.',
+          { retryAfter: 5 },
+        );
+      }
       if (existing && !isTombstone(existing) && existing.fingerprint === fingerprint && check) {
         const [erased] = await erasedSessions(existing, body, check);
         if (erased !== undefined) {
@@ -181,17 +210,23 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
         response.status < 500 &&
         response.status !== CLIENT_CLOSED_REQUEST &&
         Buffer.byteLength(responseBody) <= maxResponseBytes &&
-        (await options.store.set(
-          id,
-          {
-            fingerprint,
-            status: response.status,
-            body: responseBody,
-            contentType: response.headers['content-type'] ?? 'application/json',
-            storedAt: now(),
-          } satisfies StoredResponse,
-          ttl,
-        ));
+        (await inTime(
+          options.store.set(
+            id,
+            {
+              fingerprint,
+              status: response.status,
+              body: responseBody,
+              contentType: response.headers['content-type'] ?? 'application/json',
+              storedAt: now(),
+            } satisfies StoredResponse,
+            ttl,
+          ),
+          'keep the response',
+        ).catch((error: unknown) => {
+          options.onError?.(error);
+          return false;
+        }));
       if (!kept) response.headers[NOT_STORED.header] = NOT_STORED.value;
       else if (check) index(check.tenantId, check.sessions, id);
       return response;

@@ -140,6 +140,50 @@ describe('Idempotency-Key through the app, in memory', () => {
     expect((await gh.readHistory({ type: 'gate_evaluation' })).events).toHaveLength(1);
   });
 
+  it('does not run a request whose key the store cannot look up in time (Redis away), and answers one it cannot keep in time not-stored', async () => {
+    const memory = createBoundedMemoryStore();
+    const broken = { get: false, set: false };
+    const never = new Promise<never>(() => {});
+    const away = {
+      ...memory,
+      on: () => away,
+      get: async (key: string) => (broken.get ? never : memory.get(key)),
+      set: async (key: string, value: unknown, ttl?: number) =>
+        broken.set ? never : memory.set(key, value, ttl),
+      delete: async (key: string) => memory.delete(key),
+      clear: async () => memory.clear(),
+    };
+    app = createHttpApp({
+      gatehouse: gh,
+      rateLimit: false,
+      ttlStore: new Keyv({ store: away }),
+      idempotency: { storeTimeoutMs: 50 },
+    });
+    broken.get = true;
+    const res = await app.request('/v1/gates/evaluate', {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${admin}`,
+        'content-type': 'application/json',
+        'idempotency-key': 'k',
+      },
+      body: JSON.stringify({ session_id: 's1', action: 'email.send' }),
+    });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('5');
+    expect(((await res.json()) as { detail: string }).detail).toMatch(
+      /does not answer: the request was not run/,
+    );
+    expect((await gh.readHistory({ type: 'gate_evaluation' })).events).toHaveLength(0);
+
+    broken.get = false;
+    broken.set = true;
+    const first = await evaluate('k');
+    expect(first).toMatchObject({ replayed: false, status: 'not-stored' });
+    broken.set = false;
+    expect(await evaluate('k')).toMatchObject({ replayed: false, status: null });
+  });
+
   it('keeps at most maxEntries responses, the oldest going first', async () => {
     app = createHttpApp({ gatehouse: gh, rateLimit: false, idempotency: { maxEntries: 2 } });
     const first = await evaluate('k1');
