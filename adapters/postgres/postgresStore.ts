@@ -524,10 +524,15 @@ function createPostgresStore(
           columns,
           batchRows: LOAD_BATCH_ROWS,
           insert: async (table, cols, rows) => {
+            // Rebuilt from the loaded events below: a dump's heads are no proof of the chain.
+            if (table === 'chain_heads') return;
             const values = rows.flatMap((row) => cols.map((c) => row[c] ?? null));
             await txDb.run(sql.insertRows(table, cols, rows.length), values);
           },
         });
+        await client.query(
+          'INSERT INTO chain_heads (tenant_id, seq, hash) SELECT DISTINCT ON (tenant_id) tenant_id, seq, hash FROM events ORDER BY tenant_id, seq DESC',
+        );
         // A dump of a version before history format 2 is upgraded as the migration would have
         // (unless the schema is older still: then the migration will).
         if (columns.has('event_values')) await upgradeHistory(client, { detect: true });

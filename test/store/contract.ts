@@ -629,6 +629,36 @@ export function runStoreContract(factory: StoreFactory): void {
           await target.close();
         }
       });
+
+      it("rebuilds the chain heads from the loaded events, whatever the dump's say", async () => {
+        await gh.recordState(item());
+        await gh.recordState(item({ value: '6000' }));
+        for (const doctor of [
+          () => null,
+          (row: Record<string, unknown>) => ({ ...row, seq: 1, hash: 'f'.repeat(64) }),
+        ]) {
+          async function* doctored() {
+            for await (const r of store.dumpRows()) {
+              if (r.table !== 'chain_heads') yield r;
+              else if (doctor(r.row) !== null) yield { ...r, row: doctor(r.row)! };
+            }
+          }
+          const target = await factory.open();
+          try {
+            await target.loadRows(doctored());
+            expect(await target.listTenants()).toEqual(['default']);
+            const moved = createGatehouse({ store: target, policy: gh.policy });
+            const next = await moved.recordState(item({ value: '7000' }));
+            expect((await moved.readHistory({ limit: 1 })).events[0]).toMatchObject({
+              event_id: next.event_id,
+              seq: 3,
+            });
+            expect(await moved.verifyHistory()).toMatchObject({ ok: true, checked: 3 });
+          } finally {
+            await target.close();
+          }
+        }
+      });
     });
 
     describe('approvals', () => {
