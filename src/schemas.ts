@@ -240,7 +240,12 @@ export const EvaluateInputSchema = z.strictObject({
     .string()
     .trim()
     .min(1, 'action must not be empty')
-    .max(LIMITS.action, `action must be at most ${LIMITS.action} characters`),
+    .max(LIMITS.action, `action must be at most ${LIMITS.action} characters`)
+    // It is shown to people (console, CLI, approvals): nothing that could redraw what they read.
+    .regex(
+      /^[^\p{Cc}\u202a-\u202e\u2066-\u2069]+$/u,
+      'action must not contain control characters or bidirectional overrides',
+    ),
   params: jsonObject('params').optional(),
   context: jsonObject('context').optional(),
 });

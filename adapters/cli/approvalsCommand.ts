@@ -7,6 +7,7 @@
 import { type Command, Option } from 'commander';
 import { type Approval, ApprovalStatusSchema, IN_PROCESS_CALLER } from '../../src/index.js';
 import { createGatehouseClient, type GatehouseClient } from '../client/index.js';
+import { terminalSafe, terminalText } from './terminalText.js';
 
 /** Where the server is and which key decides. */
 function clientOptions(cmd: Command): Command {
@@ -25,9 +26,12 @@ function clientFrom(flags: { url?: string; apiKey?: string }): GatehouseClient {
   });
 }
 
-/** `apr_…  pending  s1  payments.transfer {"amount":9000}  expires …` */
+/**
+ * `apr_…  pending  s1  payments.transfer {"amount":9000}  expires …`. JSON escapes C0 controls
+ * in params but not C1 or bidi ones, so params go through the terminal escape as well.
+ */
 function line(a: Approval): string {
-  return `${a.id}  ${a.status.padEnd(8)}  ${a.session_id}  ${a.action} ${JSON.stringify(a.params)}  expires ${a.expires_at}  (${a.rules.join(', ')})`;
+  return terminalText`${a.id}  ${a.status.padEnd(8)}  ${a.session_id}  ${a.action} ${JSON.stringify(a.params)}  expires ${a.expires_at}  (${a.rules.join(', ')})`;
 }
 
 function details(a: Approval): string {
@@ -57,7 +61,8 @@ function details(a: Approval): string {
   ];
   if (a.decided_by)
     rows.push(['decided', `${a.decided_by} at ${a.decided_at}${a.comment ? `: ${a.comment}` : ''}`]);
-  return rows.map(([k, v]) => `${k.padEnd(13)}${v}`).join('\n');
+  // Each value escaped on its own: the reason renders agent params, the comment is free text.
+  return rows.map(([k, v]) => `${k.padEnd(13)}${terminalSafe(v)}`).join('\n');
 }
 
 const print = (text: string): void => {
@@ -86,7 +91,7 @@ export function registerApprovalsCommands(program: Command): void {
       if (flags.json) return print(JSON.stringify(page));
       for (const a of page.approvals) print(line(a));
       if (page.approvals.length === 0) print('no approvals');
-      if (page.next_cursor) print(`more: --cursor ${page.next_cursor}`);
+      if (page.next_cursor) print(terminalText`more: --cursor ${page.next_cursor}`);
     });
 
   clientOptions(approvals.command('show'))
@@ -117,7 +122,7 @@ export function registerApprovalsCommands(program: Command): void {
         print(
           flags.json
             ? JSON.stringify(decided)
-            : `${decided.status} ${decided.id}: ${decided.action} ${JSON.stringify(decided.params)} in session ${decided.session_id}`,
+            : terminalText`${decided.status} ${decided.id}: ${decided.action} ${JSON.stringify(decided.params)} in session ${decided.session_id}`,
         );
       });
   }

@@ -15,6 +15,7 @@ import {
 } from '../../src/index.js';
 import { readStoreConfig } from './config.js';
 import { openGatehouse } from './openService.js';
+import { terminalText } from './terminalText.js';
 
 type Flags = Record<string, unknown>;
 
@@ -82,7 +83,7 @@ export function registerHoldCommands(
           { tenantId: flags.tenant as string, actor: 'cli' },
         );
         process.stdout.write(
-          `${h.hold_id}: ${h.session_id ? `session ${h.session_id}` : 'the tenant'} (${h.reference})\n`,
+          terminalText`${h.hold_id}: ${h.session_id ? `session ${h.session_id}` : 'the tenant'} (${h.reference})\n`,
         );
       } finally {
         await gatehouse.store.close();
@@ -97,7 +98,7 @@ export function registerHoldCommands(
       const gatehouse = await openGatehouse(readStoreConfig(flags));
       try {
         const h = await gatehouse.releaseHold(id, { tenantId: flags.tenant as string, actor: 'cli' });
-        process.stdout.write(`${h.hold_id} released\n`);
+        process.stdout.write(terminalText`${h.hold_id} released\n`);
       } finally {
         await gatehouse.store.close();
       }
@@ -111,8 +112,9 @@ export function registerHoldCommands(
       try {
         const { holds } = await gatehouse.listHolds({ tenantId: flags.tenant as string });
         for (const h of holds) {
+          // Tabs separate the columns: a tab inside a value is escaped, so it cannot shift them.
           process.stdout.write(
-            `${h.hold_id}\t${h.session_id ?? '(tenant)'}\t${h.reference}\t${h.placed_by}\t${h.placed_at}\n`,
+            terminalText`${h.hold_id}\t${h.session_id ?? '(tenant)'}\t${h.reference}\t${h.placed_by}\t${h.placed_at}\n`,
           );
         }
       } finally {
@@ -141,7 +143,7 @@ export function registerCheckpointCommands(
       const pair = generateCheckpointKeyPair();
       writeFileSync(out, pair.privateKey, { mode: 0o600 });
       writeFileSync(`${out}.pub`, pair.publicKey);
-      process.stdout.write(`key ${pair.keyId}: ${out}, ${out}.pub\n`);
+      process.stdout.write(terminalText`key ${pair.keyId}: ${out}, ${out}.pub\n`);
     });
 
   checkpointKeyOptions(storeOptions(checkpoint.command('create')))
@@ -155,7 +157,9 @@ export function registerCheckpointCommands(
       try {
         const c = await gatehouse.createCheckpoint({ tenantId: flags.tenant as string, actor: 'cli' });
         writeCheckpoint(flags.out as string, c);
-        process.stdout.write(`checkpoint at seq ${c.seq} (${c.hash}), key ${c.key_id}: ${flags.out}\n`);
+        process.stdout.write(
+          terminalText`checkpoint at seq ${c.seq} (${c.hash}), key ${c.key_id}: ${flags.out}\n`,
+        );
       } finally {
         await gatehouse.store.close();
       }
@@ -188,7 +192,7 @@ export function registerCheckpointCommands(
         process.stdout.write(
           flags.json
             ? `${JSON.stringify(report)}\n`
-            : `pruned events ${report.from_seq}-${report.through_seq} (${report.events}) behind checkpoint ${report.checkpoint.hash} (key ${report.checkpoint.key_id}): ${flags.checkpointOut}\nretention.pruned: seq ${report.event.seq} ${report.event.event_id}\n`,
+            : terminalText`pruned events ${report.from_seq}-${report.through_seq} (${report.events}) behind checkpoint ${report.checkpoint.hash} (key ${report.checkpoint.key_id}): ${flags.checkpointOut}\nretention.pruned: seq ${report.event.seq} ${report.event.event_id}\n`,
         );
       } finally {
         await gatehouse.store.close();

@@ -39,6 +39,7 @@ import { registerPolicyCommands } from './policyCommands.js';
 import { checkpointDirOf, registerRetentionCommand } from './retentionCommand.js';
 import { banner, startService } from './serve.js';
 import { startTelemetry } from './telemetry.js';
+import { terminalLines, terminalText } from './terminalText.js';
 
 // Policies may use CEL `matches()`, which runs on the backtracking RegExp engine: a pattern with
 // nested quantifiers and a crafted 16 KiB string could stall the process for hours. With this V8
@@ -231,9 +232,9 @@ policyOption(storeOptions(keys.command('create')), ' whose sources --sources may
           labels: flags.label as string[],
         },
       );
-      const labels = key.labels.length > 0 ? `, labels ${key.labels.join(',')}` : '';
+      const labels = key.labels.length > 0 ? terminalText`, labels ${key.labels.join(',')}` : '';
       process.stdout.write(
-        `${secret}\n\nid ${key.id}, tenant ${key.tenant_id}, scopes ${key.scopes.join(',')}, sources ${key.sources.join(',')}${labels}\nThe key is shown only once.\n`,
+        `${secret}\n\n${terminalText`id ${key.id}, tenant ${key.tenant_id}, scopes ${key.scopes.join(',')}, sources ${key.sources.join(',')}`}${labels}\nThe key is shown only once.\n`,
       );
     } finally {
       await store.close();
@@ -248,7 +249,7 @@ storeOptions(keys.command('list'))
       const rows = await store.listApiKeys(flags.tenant);
       for (const k of rows) {
         process.stdout.write(
-          `${k.id}  ${k.prefix}…  tenant=${k.tenant_id}  name=${k.name}  scopes=${k.scopes.join(',')}  sources=${k.sources.join(',')}${k.labels.length > 0 ? `  labels=${k.labels.join(',')}` : ''}  ${k.revoked_at ? `revoked ${k.revoked_at}` : 'active'}\n`,
+          terminalText`${k.id}  ${k.prefix}…  tenant=${k.tenant_id}  name=${k.name}  scopes=${k.scopes.join(',')}  sources=${k.sources.join(',')}${k.labels.length > 0 ? `  labels=${k.labels.join(',')}` : ''}  ${k.revoked_at ? `revoked ${k.revoked_at}` : 'active'}\n`,
         );
       }
       if (rows.length === 0) process.stdout.write('no keys\n');
@@ -265,14 +266,15 @@ storeOptions(keys.command('revoke'))
       if (!(await store.revokeApiKey(id, new Date().toISOString()))) {
         throw new Error(`No active key ${id}.`);
       }
-      process.stdout.write(`revoked ${id}\n`);
+      process.stdout.write(terminalText`revoked ${id}\n`);
     } finally {
       await store.close();
     }
   });
 
+/** One history event as a line: its summary renders what callers and agents wrote, escaped. */
 function formatEvent(e: HistoryEvent): string {
-  return `${String(e.seq).padStart(6)}  ${e.occurred_at}  ${e.session_id.padEnd(16)}  ${e.type.padEnd(17)}  ${summarizeEvent(e)}`;
+  return terminalText`${String(e.seq).padStart(6)}  ${e.occurred_at}  ${e.session_id.padEnd(16)}  ${e.type.padEnd(17)}  ${summarizeEvent(e)}`;
 }
 
 storeOptions(program.command('history'))
@@ -351,8 +353,8 @@ checkpointKeyOptions(storeOptions(program.command('verify')))
         ok &&= r.ok;
         process.stdout.write(
           r.ok
-            ? `tenant ${tenantId}: ok, ${r.checked} events${r.pruned_through === undefined ? '' : ` after the checkpoint at seq ${r.pruned_through}`}, ${r.verified_fields} values verified, ${r.erased_fields} erased, head ${r.head ?? '-'}\n`
-            : `tenant ${tenantId}: BROKEN at seq ${r.first_bad_seq}: ${r.problem}\n`,
+            ? terminalText`tenant ${tenantId}: ok, ${r.checked} events${r.pruned_through === undefined ? '' : ` after the checkpoint at seq ${r.pruned_through}`}, ${r.verified_fields} values verified, ${r.erased_fields} erased, head ${r.head ?? '-'}\n`
+            : terminalText`tenant ${tenantId}: BROKEN at seq ${r.first_bad_seq}: ${r.problem}\n`,
         );
       }
       if (tenants.length === 0) process.stdout.write('no events yet\n');
@@ -396,28 +398,33 @@ storeOptions(program.command('erase'))
         );
         return;
       }
-      if (flags.subject) process.stdout.write(`subject ${flags.subject}: ${reports.length} session(s)\n`);
+      if (flags.subject)
+        process.stdout.write(terminalText`subject ${flags.subject}: ${reports.length} session(s)\n`);
       for (const report of reports) {
         const verb = report.dry_run ? 'would erase' : 'erased';
         process.stdout.write(
-          `${verb} ${report.fields} field(s) of ${report.events.length} event(s) in session ${report.session_id}\n`,
+          terminalText`${verb} ${report.fields} field(s) of ${report.events.length} event(s) in session ${report.session_id}\n`,
         );
         for (const e of report.events)
-          process.stdout.write(`  seq ${e.seq} ${e.type}: ${e.paths.join(' ')}\n`);
-        process.stdout.write(`state items: ${report.state_items.join(', ') || '-'}\n`);
-        process.stdout.write(`pending approvals (denied): ${report.pending_approvals.join(', ') || '-'}\n`);
+          process.stdout.write(terminalText`  seq ${e.seq} ${e.type}: ${e.paths.join(' ')}\n`);
+        process.stdout.write(terminalText`state items: ${report.state_items.join(', ') || '-'}\n`);
         process.stdout.write(
-          `approved approvals (expired): ${report.approved_approvals.join(', ') || '-'}\n`,
+          terminalText`pending approvals (denied): ${report.pending_approvals.join(', ') || '-'}\n`,
+        );
+        process.stdout.write(
+          terminalText`approved approvals (expired): ${report.approved_approvals.join(', ') || '-'}\n`,
         );
         process.stdout.write(`pending webhook deliveries: ${report.pending_deliveries.length}\n`);
         for (const hold of report.legal_holds) {
           const covers = hold.session_id === null ? 'the whole tenant' : `session ${hold.session_id}`;
           process.stdout.write(
-            `legal hold ${hold.hold_id} (${hold.reference}) covers ${covers}: ${report.dry_run ? 'the erasure will be refused without --override-hold' : 'overridden'}\n`,
+            terminalText`legal hold ${hold.hold_id} (${hold.reference}) covers ${covers}: ${report.dry_run ? 'the erasure will be refused without --override-hold' : 'overridden'}\n`,
           );
         }
         if (report.erasure) {
-          process.stdout.write(`erasure.completed: seq ${report.erasure.seq} ${report.erasure.event_id}\n`);
+          process.stdout.write(
+            terminalText`erasure.completed: seq ${report.erasure.seq} ${report.erasure.event_id}\n`,
+          );
         }
       }
     } finally {
@@ -474,7 +481,7 @@ checkpointKeyOptions(storeOptions(program.command('import')))
       for (const tenantId of await gatehouse.store.listTenants()) {
         const r = await gatehouse.verifyHistory({ tenantId });
         process.stdout.write(
-          `tenant ${tenantId}: ${r.ok ? `chain ok, ${r.checked} events${r.pruned_through === undefined ? '' : ` after the checkpoint at seq ${r.pruned_through}`}` : `BROKEN: ${r.problem}`}\n`,
+          terminalText`tenant ${tenantId}: ${r.ok ? `chain ok, ${r.checked} events${r.pruned_through === undefined ? '' : ` after the checkpoint at seq ${r.pruned_through}`}` : `BROKEN: ${r.problem}`}\n`,
         );
         if (!r.ok) process.exitCode = 1;
       }
@@ -495,7 +502,7 @@ policy
   .argument('<file>', 'policy YAML')
   .action((file: string) => {
     const compiled = compilePolicy(readFileSync(file, 'utf8'), { source: file });
-    process.stdout.write(`${file}: ok (revision ${compiled.revision})\n`);
+    process.stdout.write(terminalText`${file}: ok (revision ${compiled.revision})\n`);
   });
 
 policy
@@ -515,6 +522,7 @@ program.hook('preAction', (_program, command) => {
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   if (isClosedPipe(error)) process.exit(CLOSED_PIPE_STATUS);
-  process.stderr.write(`gatehouse: ${errorMessage(error)}\n`);
+  // A message may carry a value (a server's answer, a policy's text); its line breaks are ours.
+  process.stderr.write(`gatehouse: ${terminalLines(errorMessage(error))}\n`);
   process.exitCode = 1;
 });

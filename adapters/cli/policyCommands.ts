@@ -16,6 +16,7 @@ import {
 import { readServiceConfig, readStoreConfig } from './config.js';
 import { openGatehouse } from './openService.js';
 import { formatReplay, formatTestRun, formatTestRunJunit } from './policyReports.js';
+import { terminalText } from './terminalText.js';
 
 /** `builtin` names the built-in policy wherever a policy file is expected. */
 const BUILTIN = 'builtin';
@@ -100,7 +101,7 @@ export function registerPolicyCommands(policy: Command, { storeOptions, policyOp
         }
         if (page.events.length === 0) {
           process.stdout.write(
-            `No activation recorded yet; in force: revision ${active.revision.slice(0, 12)} (the instance policy).\n`,
+            terminalText`No activation recorded yet; in force: revision ${active.revision.slice(0, 12)} (the instance policy).\n`,
           );
           return;
         }
@@ -111,7 +112,7 @@ export function registerPolicyCommands(policy: Command, { storeOptions, policyOp
           const revision = String(e.data['revision']);
           const mark = e.seq === active.seq ? '  (active)' : '';
           process.stdout.write(
-            `${String(e.seq).padStart(8)}  ${e.occurred_at.padEnd(24)}  ${revision.slice(0, 12)}  ${String(e.data['activated_by'])}${mark}\n`,
+            terminalText`${String(e.seq).padStart(8)}  ${e.occurred_at.padEnd(24)}  ${revision.slice(0, 12)}  ${String(e.data['activated_by'])}${mark}\n`,
           );
         }
       } finally {

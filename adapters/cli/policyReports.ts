@@ -1,8 +1,11 @@
 /**
  * What `gatehouse policy test` and `gatehouse policy replay` print: plain text for people, JUnit
- * XML for CI. The JSON forms are the core's own result objects.
+ * XML for CI. The JSON forms are the core's own result objects. Names, reasons and actions come
+ * from policies, test files and recorded decisions (an agent's action and params): each is
+ * escaped for the terminal, each line written here is the report's own.
  */
 import type { PolicyTestRun, ReplayReport } from '../../src/index.js';
+import { terminalSafe, terminalText } from './terminalText.js';
 
 const n = (value: number) => value.toLocaleString('en-US');
 const short = (revision: string) => revision.slice(0, 12);
@@ -17,23 +20,25 @@ export interface TestRunReportOptions {
 
 /** The text report of a policy test run. */
 export function formatTestRun(run: PolicyTestRun, options: TestRunReportOptions): string {
-  const lines = [`Policy ${options.policyName} (revision ${short(run.revision)})`, ''];
-  if (run.files.length === 0) lines.push(`No test files: ${options.whereTestsGo}`, '');
+  const lines = [terminalText`Policy ${options.policyName} (revision ${short(run.revision)})`, ''];
+  if (run.files.length === 0) lines.push(terminalText`No test files: ${options.whereTestsGo}`, '');
   for (const file of run.files) {
-    lines.push(file.path);
+    lines.push(terminalSafe(file.path));
     if (file.cases.length === 0) lines.push('  (no cases)');
     for (const c of file.cases) {
-      lines.push(`  ${c.passed ? '✓' : '✗'} ${c.name}`);
+      lines.push(terminalText`  ${c.passed ? '✓' : '✗'} ${c.name}`);
       for (const f of c.failures) {
         if (f.field === 'setup') {
-          lines.push(`      could not run: ${f.actual}`);
+          lines.push(terminalText`      could not run: ${f.actual}`);
           continue;
         }
-        lines.push(`      ${f.field.padEnd(8)} expected ${f.expected}, got ${f.actual}`);
-        for (const m of f.missing ?? []) lines.push(`        missing:    ${m}`);
-        for (const u of f.unexpected ?? []) lines.push(`        unexpected: ${u}`);
+        lines.push(terminalText`      ${f.field.padEnd(8)} expected ${f.expected}, got ${f.actual}`);
+        for (const m of f.missing ?? []) lines.push(terminalText`        missing:    ${m}`);
+        for (const u of f.unexpected ?? []) lines.push(terminalText`        unexpected: ${u}`);
       }
-      if (!c.passed && c.decision) lines.push(`      answer   ${c.decision.verdict}: ${c.decision.reason}`);
+      if (!c.passed && c.decision) {
+        lines.push(terminalText`      answer   ${c.decision.verdict}: ${c.decision.reason}`);
+      }
     }
     lines.push('');
   }
@@ -41,7 +46,7 @@ export function formatTestRun(run: PolicyTestRun, options: TestRunReportOptions)
   const silent = rules.filter((r) => r.fired === 0);
   lines.push(`Rule coverage: ${rules.length - silent.length} of ${rules.length} rules fired`);
   for (const r of silent) {
-    lines.push(`  never fired: ${r.rule} (${r.mode === 'shadow' ? 'shadow, ' : ''}${r.scope})`);
+    lines.push(terminalText`  never fired: ${r.rule} (${r.mode === 'shadow' ? 'shadow, ' : ''}${r.scope})`);
   }
   const { cases, passed, failed } = run.totals;
   lines.push('', `${cases} case${cases === 1 ? '' : 's'}: ${passed} passed, ${failed} failed`);
@@ -49,11 +54,16 @@ export function formatTestRun(run: PolicyTestRun, options: TestRunReportOptions)
 }
 
 // A JUnit report is a dozen elements: written here rather than adding an XML library for it.
+// XML 1.0 cannot carry most control characters even as references, and CI logs print the
+// report: each value is escaped for the terminal first, which also keeps the document valid.
 const xml = (text: string) =>
-  text.replace(
+  terminalSafe(text).replace(
     /[<>&"']/g,
     (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!,
   );
+
+// Markup escapes only, for text whose values went through terminalSafe and whose breaks are ours.
+const xmlText = (text: string) => text.split('\n').map(xml).join('\n');
 
 /** The JUnit XML report of a policy test run (one testsuite per file). */
 export function formatTestRunJunit(run: PolicyTestRun): string {
@@ -74,16 +84,17 @@ export function formatTestRunJunit(run: PolicyTestRun): string {
       const detail = c.failures
         .map((f) =>
           [
-            `${f.field}: expected ${f.expected}, got ${f.actual}`,
-            ...(f.missing ?? []).map((m) => `  missing: ${m}`),
-            ...(f.unexpected ?? []).map((u) => `  unexpected: ${u}`),
+            terminalText`${f.field}: expected ${f.expected}, got ${f.actual}`,
+            ...(f.missing ?? []).map((m) => terminalText`  missing: ${m}`),
+            ...(f.unexpected ?? []).map((u) => terminalText`  unexpected: ${u}`),
           ].join('\n'),
         )
         .join('\n');
       const message = c.failures.map((f) => `${f.field}: expected ${f.expected}, got ${f.actual}`).join('; ');
       out.push(
         `${open}>`,
-        `      <failure message="${xml(message)}">${xml(detail)}</failure>`,
+        // The detail's lines are escaped already; its line breaks are the report's own.
+        `      <failure message="${xml(message)}">${xmlText(detail)}</failure>`,
         '    </testcase>',
       );
     }
@@ -98,13 +109,13 @@ export function formatReplay(report: ReplayReport): string {
   const lines: string[] = [];
   const f = report.filters;
   const scope = [
-    f.since && `since ${f.since}`,
-    f.until && `until ${f.until}`,
-    f.session_id && `session ${f.session_id}`,
-    f.action && `action ${f.action}`,
+    f.since && terminalText`since ${f.since}`,
+    f.until && terminalText`until ${f.until}`,
+    f.session_id && terminalText`session ${f.session_id}`,
+    f.action && terminalText`action ${f.action}`,
   ].filter(Boolean);
   lines.push(
-    `Replayed ${n(report.decisions)} recorded decision${report.decisions === 1 ? '' : 's'} against candidate ${short(report.candidate.revision)}` +
+    terminalText`Replayed ${n(report.decisions)} recorded decision${report.decisions === 1 ? '' : 's'} against candidate ${short(report.candidate.revision)}` +
       (scope.length > 0 ? ` (${scope.join(', ')})` : ''),
     `  history seq ${n(report.from_seq + 1)} to ${n(report.to_seq)}; each on the state at its position and its own time`,
     '',
@@ -128,12 +139,13 @@ export function formatReplay(report: ReplayReport): string {
       (report.pinned > 0 ? `   pinned ${n(report.pinned)}` : ''),
     '',
   );
-  const ruleWidth = Math.max(4, ...report.rules.map((r) => r.rule.length));
+  const rules = report.rules.map((r) => ({ ...r, rule: terminalSafe(r.rule) }));
+  const ruleWidth = Math.max(4, ...rules.map((r) => r.rule.length));
   lines.push(
     `Rules (decisions they fired in):`,
     `  ${'rule'.padEnd(ruleWidth)}  ${'before'.padStart(9)}  ${'now'.padStart(9)}`,
   );
-  for (const r of report.rules) {
+  for (const r of rules) {
     const note =
       r.before === 0 && r.now > 0
         ? '  new'
@@ -148,9 +160,9 @@ export function formatReplay(report: ReplayReport): string {
     lines.push('', 'Examples:');
     for (const e of report.examples) {
       lines.push(
-        `  ${e.decision_id}  ${e.action}  session ${e.session_id}  ${e.evaluated_at}`,
-        `    before: ${e.before.verdict.padEnd(5)} ${e.before.reason}  [${e.before.rules.join(', ')}]`,
-        `    now:    ${e.after.verdict.padEnd(5)} ${e.after.reason}  [${e.after.rules.join(', ')}]`,
+        terminalText`  ${e.decision_id}  ${e.action}  session ${e.session_id}  ${e.evaluated_at}`,
+        terminalText`    before: ${e.before.verdict.padEnd(5)} ${e.before.reason}  [${e.before.rules.join(', ')}]`,
+        terminalText`    now:    ${e.after.verdict.padEnd(5)} ${e.after.reason}  [${e.after.rules.join(', ')}]`,
       );
     }
   }
@@ -158,6 +170,6 @@ export function formatReplay(report: ReplayReport): string {
     const why = report.stopped_by === 'time_budget' ? 'the time budget (20 s)' : 'the limit';
     lines.push('', `Stopped at ${why}: continue with --after-seq ${report.next_after_seq}.`);
   }
-  if (report.event_id) lines.push('', `Recorded as ${report.event_id} (policy.replayed).`);
+  if (report.event_id) lines.push('', terminalText`Recorded as ${report.event_id} (policy.replayed).`);
   return `${lines.join('\n')}\n`;
 }

@@ -9,6 +9,7 @@ import type { Checkpoint } from '../../src/index.js';
 import { checkpointKeyOptions, readCheckpointKeys } from './checkpointCommands.js';
 import { readServiceConfig } from './config.js';
 import { openGatehouse } from './openService.js';
+import { terminalText } from './terminalText.js';
 
 /** Where checkpoints of retention's prunes go unless told otherwise. */
 export const DEFAULT_CHECKPOINT_DIR = '.gatehouse/checkpoints';
@@ -59,7 +60,7 @@ export function registerRetentionCommand(
           process.stdout.write(
             flags.json
               ? `${JSON.stringify(r)}\n`
-              : `tenant ${tenantId}: ${
+              : terminalText`tenant ${tenantId}: ${
                   r.finished_prune > 0
                     ? `finished an earlier prune (${r.finished_prune} event(s) deleted), `
                     : ''

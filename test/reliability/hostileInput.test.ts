@@ -482,6 +482,25 @@ describe.each(BACKENDS)('hostile values, one by one (%s)', (_backend, open) => {
     expect(read.json.value).toBe('ok 😀 é \u202e');
   });
 
+  it('an action with a control character or a bidirectional override is refused (people read it)', async () => {
+    for (const action of ['pay\u001b[2K', 'pay\nments.transfer', 'pay\u009bments', 'refund\u202etxt.exe']) {
+      const r = await call(world.app, 'POST', '/v1/gates/evaluate', {
+        key: admin(),
+        body: { session_id: 'h1', action },
+      });
+      expect(r.status).toBe(422);
+      expect(r.json.errors[0]).toEqual({
+        path: 'action',
+        message: 'action must not contain control characters or bidirectional overrides',
+      });
+    }
+    const plain = await call(world.app, 'POST', '/v1/gates/evaluate', {
+      key: admin(),
+      body: { session_id: 'h1', action: 'überweisung.senden 😀' },
+    });
+    expect(plain.status).toBe(200);
+  });
+
   it('IDs no object can have are 404 (PostgreSQL would refuse NUL in a query)', async () => {
     for (const path of [
       '/v1/decisions/dec_%00',
