@@ -14,15 +14,16 @@
 import { GatehouseError } from '../errors.js';
 import { compileActionPattern } from '../gate/actionMatcher.js';
 import type { CompiledPolicy, GateReason, Verdict } from '../gate/gateTypes.js';
+import { KEY_SET_READ } from '../gate/stateReads.js';
 import { isErased } from '../history/commitments.js';
-import type { Decision } from '../schemas.js';
+import type { Decision, EventType } from '../schemas.js';
 import { maskSecrets } from '../state/maskSecrets.js';
 import type { StoredEvent, StoreReader } from '../store.js';
 import type { ReplayReport } from './lifecycleSchemas.js';
 import { withRecordedApproval } from './replayApprovals.js';
 import { ReplayPacer } from './replayPacer.js';
 import { type DecisionOutcome, firedRules, type ReplayComparison, ReplayTally } from './replayReport.js';
-import { SessionTimeline } from './sessionTimeline.js';
+import { SessionTimeline, STATE_EVENT_TYPES } from './sessionTimeline.js';
 
 /** Events read per query. */
 const PAGE = 1000;
@@ -80,7 +81,7 @@ export interface ReplayedDecision {
   pinned: boolean;
 }
 
-const STATE_EVENTS = new Set<string>(['state_change', 'state_conflict', 'conflict_resolved']);
+const STATE_EVENTS = new Set<string>(STATE_EVENT_TYPES);
 
 /** Replays recorded decisions; returns the report (without an `event_id`: the caller records it). */
 export async function replayDecisions(
@@ -100,9 +101,18 @@ export async function replayDecisions(
 
   const [head] = await store.queryEvents(tenantId, { order: 'desc', limit: 1 });
   const endSeq = head?.seq ?? 0;
+  // Seqs start at 1: a later first one means the oldest events were pruned.
+  const [first] = await store.queryEvents(tenantId, { order: 'asc', limit: 1 });
+  const pruned = (first?.seq ?? 1) > 1;
   const sessions = new SessionCache(options.cacheRows ?? 200_000);
-  const load = async (sessionId: string, beforeSeq: number): Promise<SessionTimeline> => {
+  /** A session's rows, and its state at its first kept event. */
+  const start = async (sessionId: string): Promise<SessionTimeline> => {
     const timeline = await SessionTimeline.load(store, tenantId, sessionId);
+    if (pruned) await timeline.startAfterPrune(keptStateEvents(store, tenantId, sessionId, pacer));
+    return timeline;
+  };
+  const load = async (sessionId: string, beforeSeq: number): Promise<SessionTimeline> => {
+    const timeline = await start(sessionId);
     for await (const event of sessionEvents(store, tenantId, sessionId, 0, beforeSeq - 1)) {
       timeline.apply(event);
       await pacer.step();
@@ -121,7 +131,7 @@ export async function replayDecisions(
       ? tenantEvents(store, tenantId, fromSeq, endSeq)
       : sessionEvents(store, tenantId, options.sessionId, 0, endSeq);
   if (options.sessionId !== undefined) {
-    sessions.put(options.sessionId, await SessionTimeline.load(store, tenantId, options.sessionId));
+    sessions.put(options.sessionId, await start(options.sessionId));
   }
 
   let lastSeq = fromSeq;
@@ -172,6 +182,12 @@ export async function replayDecisions(
       conflicts: view.conflicts,
       now: new Date(at),
     });
+    // A value it read (as recorded, or now) was erased after this position: its verdict rested on
+    // a value no longer known. Counted, not compared.
+    if (readsAny(view.erased, recorded.state_versions) || readsAny(view.erased, result.stateVersions)) {
+      unreplayable += 1;
+      continue;
+    }
     // Masked as evaluate masks a decision, so messages compare with the recorded ones.
     const secrets = new Set<string>();
     for (const item of Object.values(view.state)) {
@@ -266,18 +282,26 @@ async function* tenantEvents(
   }
 }
 
-/** One session's events after `after` up to `end`, in seq order. */
+/** True when `reads` (a decision's `state_versions`) names one of `keys` or enumerated them all. */
+function readsAny(keys: readonly string[], reads: Readonly<Record<string, number>> | undefined): boolean {
+  if (keys.length === 0 || reads === undefined) return false;
+  return Object.hasOwn(reads, KEY_SET_READ) || keys.some((key) => Object.hasOwn(reads, key));
+}
+
+/** One session's events after `after` up to `end` (of one type when given), in seq order. */
 async function* sessionEvents(
   store: StoreReader,
   tenantId: string,
   sessionId: string,
   after: number,
   end: number,
+  type?: EventType,
 ): AsyncIterable<StoredEvent> {
   let position = after;
   while (position < end) {
     const page = await store.queryEvents(tenantId, {
       session_id: sessionId,
+      type,
       after_seq: position,
       order: 'asc',
       limit: PAGE,
@@ -288,6 +312,21 @@ async function* sessionEvents(
       yield event;
     }
     position = page[page.length - 1]!.seq;
+  }
+}
+
+/** Every kept event of a session that moves its state, by type (each on its own index). */
+async function* keptStateEvents(
+  store: StoreReader,
+  tenantId: string,
+  sessionId: string,
+  pacer: ReplayPacer,
+): AsyncIterable<StoredEvent> {
+  for (const type of STATE_EVENT_TYPES) {
+    for await (const event of sessionEvents(store, tenantId, sessionId, 0, Number.POSITIVE_INFINITY, type)) {
+      yield event;
+      await pacer.step();
+    }
   }
 }
 
