@@ -169,7 +169,9 @@ export const ReplayReportSchema = z.object({
   unreplayable: z
     .number()
     .int()
-    .describe('Decisions whose inputs, or a state value they read, were erased (docs/data-lifecycle.md, docs/replay.md): counted, not replayed.'),
+    .describe(
+      'Decisions whose inputs, or a state value they read, were erased (docs/data-lifecycle.md, docs/replay.md): counted, not replayed.',
+    ),
   from_seq: z.number().int().describe('Events after this seq were read.'),
   to_seq: z.number().int().describe('The last seq read.'),
   next_after_seq: z

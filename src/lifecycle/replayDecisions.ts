@@ -173,6 +173,7 @@ export async function replayDecisions(
       timeline = await load(event.session_id, event.seq);
       sessions.put(event.session_id, timeline);
     }
+    timeline.closeErasedConflicts(recorded.evaluated_at);
     const view = timeline.view(recorded.state_versions);
     const result = candidate.evaluate({
       action: recorded.action,

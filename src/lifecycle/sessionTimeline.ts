@@ -124,6 +124,20 @@ export class SessionTimeline {
   }
 
   /**
+   * Closes the open conflicts an erasure (of the session, or retention) resolved `erased` at or
+   * before `at` (an ISO time): that resolution writes no `conflict_resolved` event.
+   */
+  closeErasedConflicts(at: string): void {
+    for (const id of this.#open) {
+      const conflict = this.#conflicts.get(id);
+      if (conflict?.resolution === 'erased' && conflict.resolved_at !== null && conflict.resolved_at <= at) {
+        this.#open.delete(id);
+        this.#view = undefined;
+      }
+    }
+  }
+
+  /**
    * The state as an evaluation at this position read it. `pinned` (a decision's recorded
    * `state_versions`) overrides the version of those keys: version 0 (read while absent) leaves
    * the key out, and {@link KEY_SET_READ} (the whole key set was read) leaves out every key it

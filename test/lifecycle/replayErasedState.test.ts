@@ -115,4 +115,52 @@ describe.each(STORE_TARGETS)('replay after retention erased state on $name', (ta
       await store.close();
     }
   });
+
+  it('a conflict an erasure resolved is not open for the decisions after it', async () => {
+    const store: Store = await target.open(target.place());
+    const clock = { now: T0 };
+    const policy = 'version: 1\nopen_conflicts: Warn\n';
+    const gh = createGatehouse({ store, clock: () => new Date(clock.now), policy: compilePolicy(policy) });
+    try {
+      await gh.recordState({
+        session_id: 's1',
+        key: 'budget.limit',
+        value: '100',
+        type: 'fact',
+        source: 'user_input',
+      });
+      const guess = await gh.recordState({
+        session_id: 's1',
+        key: 'budget.limit',
+        value: '900',
+        type: 'fact',
+        source: 'tool_output',
+      });
+      expect(guess.outcome).toBe('conflict');
+      clock.now = T0 + DAY;
+      expect((await gh.evaluate({ session_id: 's1', action: 'files.read', params: {} })).verdict).toBe(
+        'Warn',
+      );
+      clock.now = T0 + 2 * DAY;
+      await gh.eraseSession({ session_id: 's1', reference: 'DSR-1' });
+      clock.now = T0 + 3 * DAY;
+      const after = await gh.evaluate({ session_id: 's1', action: 'files.read', params: {} });
+      expect(after.verdict).toBe('Allow');
+
+      const replayed: ReplayedDecision[] = [];
+      const report = await replayDecisions({
+        store,
+        tenantId: 'default',
+        candidate: compilePolicy(policy),
+        onDecision: (d) => replayed.push(d),
+      });
+      // The decision before the erasure had its params erased with the session: not replayed.
+      expect(report).toMatchObject({ decisions: 1, unchanged: 1, changed: 0, unreplayable: 1 });
+      expect(replayed.map((d) => [d.recorded.decision_id, d.comparison])).toEqual([
+        [after.decision_id, 'unchanged'],
+      ]);
+    } finally {
+      await store.close();
+    }
+  });
 });
