@@ -242,8 +242,11 @@ export const EvaluateInputSchema = z.strictObject({
     .min(1, 'action must not be empty')
     .max(LIMITS.action, `action must be at most ${LIMITS.action} characters`)
     // It is shown to people (console, CLI, approvals): nothing that could redraw what they read.
+    // Explicit ranges, not \p{Cc}: the pattern is published (OpenAPI, MCP tool schemas) and must
+    // mean the same to validators without Unicode property escapes.
     .regex(
-      /^[^\p{Cc}\u202a-\u202e\u2066-\u2069]+$/u,
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing them is the point
+      /^[^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]+$/,
       'action must not contain control characters or bidirectional overrides',
     ),
   params: jsonObject('params').optional(),

@@ -26,12 +26,15 @@ CREATE TABLE checkpoints (
 const COLUMNS = 'tenant_id, seq, hash, event_count, created_at, key_id, signature';
 
 /**
- * Stores a checkpoint; one already stored at its seq is kept (both sign the same event: a prune
- * through the seq of an earlier `checkpoint create` needs no second).
+ * Stores a checkpoint, in place of one already stored at its seq (both sign the same event: a
+ * prune through the seq of an earlier `checkpoint create` re-signs it with the key configured now,
+ * the one its event names and verify checks).
  */
 export function insertCheckpoint(c: Checkpoint): Statement {
   return {
-    sql: `INSERT INTO checkpoints (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, seq) DO NOTHING`,
+    sql: `INSERT INTO checkpoints (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (tenant_id, seq) DO UPDATE SET hash = excluded.hash, event_count = excluded.event_count,
+      created_at = excluded.created_at, key_id = excluded.key_id, signature = excluded.signature`,
     args: [c.tenant_id, c.seq, c.hash, c.event_count, c.created_at, c.key_id, c.signature],
   };
 }

@@ -3,6 +3,8 @@
  * rendered at evaluation. A placeholder that fails renders as `?`: a message never changes a
  * decision.
  */
+import { maskValue } from '../state/classify.js';
+import { isSecret } from '../state/maskSecrets.js';
 import type { CelActivation } from './celActivation.js';
 import { formatCelValue } from './celMessages.js';
 import { type CelProgram, compileCel } from './compileCel.js';
@@ -49,7 +51,11 @@ export function compileMessage(template: string): MessageCompileResult {
   return { ok: true, message: { parts, stringLiterals: [...literals] } };
 }
 
-/** Renders a compiled message; a placeholder that throws renders as `?`. */
+/**
+ * Renders a compiled message; a placeholder that throws renders as `?`, one whose value is a
+ * secret by its name or shape (`{params.password}`, a live API key) as the masked marker, however
+ * short: a message is read by people, and kept in history.
+ */
 export function renderMessage(message: CompiledMessage, activation: CelActivation): string {
   let text = '';
   for (const part of message.parts) {
@@ -58,7 +64,8 @@ export function renderMessage(message: CompiledMessage, activation: CelActivatio
       continue;
     }
     try {
-      text += formatCelValue(part.run(activation));
+      const value = formatCelValue(part.run(activation));
+      text += isSecret(part.source, value) ? maskValue(value, 'secret') : value;
     } catch {
       text += '?';
     }

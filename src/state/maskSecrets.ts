@@ -77,7 +77,8 @@ const secretVerdicts = new Map<string, boolean>();
 const CACHE_ENTRIES = 4096;
 const CACHE_MAX_LENGTH = 256;
 
-function isSecret(name: string, value: string): boolean {
+/** True when `value`, standing under `name`, classifies as secret (cached for short strings). */
+export function isSecret(name: string, value: string): boolean {
   if (value.length > CACHE_MAX_LENGTH) return classify(name, value).sensitivity === 'secret';
   const key = `${name}\u0000${value}`;
   let secret = secretVerdicts.get(key);

@@ -373,6 +373,36 @@ describe.each(STORE_TARGETS)('pruning behind a signed checkpoint on $name', (tar
     }
   }, 120_000);
 
+  it('a prune through a seq checkpointed with another key re-signs it with the key configured now', async () => {
+    const w = await world(target, loadCheckpointSigner(keyA.privateKey));
+    const { store, gh, clock } = w;
+    try {
+      for (let i = 0; i < 40; i += 1) {
+        clock.now = T0 + i * 60_000;
+        await gh.recordState({
+          session_id: 's1',
+          key: 'agent.note',
+          value: `v${i}`,
+          type: 'fact',
+          source: 'user_input',
+        });
+      }
+      clock.now = T0 + 400 * DAY;
+      expect((await gh.createCheckpoint()).seq).toBe(40);
+      const rotated = createGatehouse({
+        store,
+        clock: () => new Date(clock.now),
+        checkpointSigner: loadCheckpointSigner(keyB.privateKey),
+      });
+      const pruned = await rotated.pruneHistory({ through_seq: 40 });
+      const stored = await store.transaction((tx) => tx.checkpointAt('default', 40));
+      expect(stored).toEqual(pruned.checkpoint);
+      expect(await rotated.verifyHistory()).toMatchObject({ ok: true, pruned_through: 40 });
+    } finally {
+      await store.close();
+    }
+  });
+
   it('a checkpoint at the head proves no prune: verify anchors on the latest prune, and fails where events went without one', async () => {
     const signer = loadCheckpointSigner(keyA.privateKey);
     const w = await world(target, signer);

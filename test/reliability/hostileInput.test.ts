@@ -499,6 +499,11 @@ describe.each(BACKENDS)('hostile values, one by one (%s)', (_backend, open) => {
       body: { session_id: 'h1', action: 'überweisung.senden 😀' },
     });
     expect(plain.status).toBe(200);
+    // The published pattern means the same to a validator without Unicode property escapes.
+    const openapi = await call(world.app, 'GET', '/v1/openapi.json', { key: admin() });
+    const pattern = new RegExp(openapi.json.components.schemas.EvaluateInput.properties.action.pattern);
+    expect(['payments.transfer', 'überweisung.senden 😀'].map((a) => pattern.test(a))).toEqual([true, true]);
+    expect(['pay\u001b[2K', 'pay\u009bments', 'refund\u202etxt'].some((a) => pattern.test(a))).toBe(false);
   });
 
   it('IDs no object can have are 404 (PostgreSQL would refuse NUL in a query)', async () => {

@@ -60,6 +60,16 @@ it('is masked where a rule message quotes it, and so is a longer string holding 
   }
 });
 
+it('is masked where a rule message quotes it however short (a CVV)', async () => {
+  const decision = await gh.evaluate({
+    session_id: 's1',
+    action: 'db.connect',
+    params: { host: 'prod', user: 'admin', password: 'Zq9' },
+  });
+  expect(decision.reason).toBe('Login to prod as admin with [secret masked] is not allowed');
+  expect(JSON.stringify(await gh.readHistory({ session_id: 's1' }))).not.toContain('Zq9');
+});
+
 it("is masked where a failing rule's error echoes it", async () => {
   const decision = await gh.evaluate({
     session_id: 's1',
