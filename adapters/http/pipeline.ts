@@ -248,6 +248,19 @@ export async function authenticateBearer(
   return authenticateApiKey(keys, token);
 }
 
+/** The HTTP methods (RFC 9110, and PATCH) named as they are in metrics and spans. */
+const KNOWN_METHODS = new Set([
+  'GET',
+  'HEAD',
+  'POST',
+  'PUT',
+  'DELETE',
+  'CONNECT',
+  'OPTIONS',
+  'TRACE',
+  'PATCH',
+]);
+
 /** Builds the pipeline over `routes`. */
 export function createPipeline(options: PipelineOptions, routes: readonly AnyRoute[]): Pipeline {
   const { gatehouse, keys, maxBodyBytes, limiter, idempotency, metrics } = options;
@@ -454,7 +467,9 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
     isWebPath: (path) => match(path)?.entry.web === true,
     handle(incoming, request) {
       const started = performance.now();
-      const method = incoming.method;
+      // A method the caller makes up is `_OTHER` (as OTel's HTTP conventions say): a label or a
+      // span name per made-up method would grow without bound.
+      const method = KNOWN_METHODS.has(incoming.method) ? incoming.method : '_OTHER';
       // One server span per request, a child of the caller's trace when it sent `traceparent`;
       // named `METHOD /route/:pattern` once the route is known (low cardinality, no IDs).
       const parent = tracingActive()
@@ -471,10 +486,13 @@ export function createPipeline(options: PipelineOptions, routes: readonly AnyRou
         if (span.isRecording()) {
           if (pattern !== 'unmatched') span.updateName(`${method} ${pattern}`);
           span.setAttributes(done);
-          if (reply.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+          if (reply.status >= 500) {
+            span.setAttribute('error.type', String(reply.status));
+            span.setStatus({ code: SpanStatusCode.ERROR });
+          }
         }
         log?.debug({ method, path: incoming.path, status: reply.status }, 'request');
-        return method === 'HEAD' && !(reply instanceof Response) ? { ...reply, body: null } : reply;
+        return incoming.method === 'HEAD' && !(reply instanceof Response) ? { ...reply, body: null } : reply;
       });
     },
   };

@@ -3,7 +3,7 @@
  * the trace that queued the delivery (its outbox row's `traceparent`), so a receiver that
  * continues the header lands in the same trace as the evaluate or write that caused the event.
  */
-import { context, propagation, ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { type ClaimedDelivery, inSpan, SPAN_ATTRIBUTES, tracingActive } from '../../src/index.js';
 
 /** Webhook URLs whose host is remembered: parsing a URL per attempt was a visible share of a drain. */
@@ -56,12 +56,17 @@ export function deliveryTraceHeaders(): Record<string, string> {
   return headers;
 }
 
-/** Puts an attempt's outcome on the active delivery span. */
-export function noteDeliveryOutcome(status: string, statusCode: number | null): void {
+/**
+ * Puts an attempt's outcome on the active delivery span; one that did not deliver is an error,
+ * with `error.type` (the status code, or the transport error's code: never its message).
+ */
+export function noteDeliveryOutcome(status: string, statusCode: number | null, errorType?: string): void {
   const span = trace.getActiveSpan();
   if (!span?.isRecording()) return;
   span.setAttributes({
     [SPAN_ATTRIBUTES.deliveryStatus]: status,
     ...(statusCode === null ? {} : { 'http.response.status_code': statusCode }),
+    ...(errorType === undefined ? {} : { 'error.type': errorType }),
   });
+  if (errorType !== undefined) span.setStatus({ code: SpanStatusCode.ERROR });
 }

@@ -245,6 +245,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     let statusCode: number | null = null;
     let retryAfter: number | undefined;
     let error: string | null = null;
+    let errorType: string | undefined;
     let done: (() => void) | undefined;
     try {
       const res = await postDelivery(
@@ -271,6 +272,8 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
       if (res.retryAfter !== undefined) retryAfter = parseRetryAfter(res.retryAfter, clock());
     } catch (e) {
       error = describeError(e);
+      const code = (e as { code?: unknown } | null)?.code;
+      errorType = typeof code === 'string' ? code : 'request_failed';
     } finally {
       done?.();
     }
@@ -301,7 +304,11 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
         next_attempt_at: nextAttemptAt,
       });
     }
-    noteDeliveryOutcome(outcome === 'retry' ? 'pending' : status, statusCode);
+    noteDeliveryOutcome(
+      outcome === 'retry' ? 'pending' : status,
+      statusCode,
+      outcome === 'delivered' ? undefined : (errorType ?? String(statusCode)),
+    );
     return {
       tenantId,
       deliveryId: delivery.delivery_id,

@@ -200,6 +200,20 @@ describe('HTTP', () => {
     });
   }
 
+  it('a method the caller makes up is _OTHER in span names, attributes and metric labels', async () => {
+    exporter.reset();
+    for (let i = 0; i < 20; i += 1) {
+      const res = await app.fetch(new Request('http://localhost/healthz', { method: `X${i}ATTACKER` }));
+      expect(res.status).toBeGreaterThanOrEqual(400);
+    }
+    const names = new Set(spans().map((s) => s.name));
+    expect([...names].filter((n) => n.includes('ATTACKER'))).toEqual([]);
+    expect(names.has('_OTHER /healthz') || names.has('_OTHER')).toBe(true);
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    expect(metrics).not.toContain('ATTACKER');
+    expect(metrics).toContain('method="_OTHER"');
+  });
+
   it('read history is a span under its request', async () => {
     const res = await fetch(`${server.url}/v1/history/events?session_id=h1&limit=5`, {
       headers: { authorization: `Bearer ${key}` },
@@ -391,6 +405,36 @@ describe('webhooks and secrets through gatehouse serve (in process)', () => {
       (s) => parentOf(s) === evaluate.spanContext().spanId,
     )!;
     expect(parentOf(deliver)).toBe(tx.spanContext().spanId);
+  });
+
+  it('a delivery that fails is an error span with error.type, the status code or the transport error', async () => {
+    const failing = await startReceiver(() => 500);
+    try {
+      const hook = await post('/v1/webhooks', { url: failing.url, events: ['action_outcome'] });
+      expect(hook.status).toBe(201);
+      const decision = (await (
+        await post('/v1/gates/evaluate', { session_id: 'w2', action: 'files.read', params: {} })
+      ).json()) as Decision;
+      exporter.reset();
+      await post(`/v1/decisions/${decision.decision_id}/outcome`, { outcome: 'succeeded' });
+      await waitFor(() => failing.received.length > 0, 10_000, 'the failing delivery');
+      await waitFor(
+        () =>
+          named('gatehouse.webhook.deliver').some((s) => s.attributes['http.response.status_code'] === 500),
+        5_000,
+        'the failed delivery span',
+      );
+      const failed = named('gatehouse.webhook.deliver').find(
+        (s) => s.attributes['http.response.status_code'] === 500,
+      )!;
+      expect(failed.attributes).toMatchObject({
+        'gatehouse.delivery.status': 'pending',
+        'error.type': '500',
+      });
+      expect(failed.status.code).toBe(2); // SpanStatusCode.ERROR
+    } finally {
+      await failing.close();
+    }
   });
 
   it('no span attribute, name, status or event carries a secret, a param or a state value', async () => {
