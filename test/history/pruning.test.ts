@@ -68,6 +68,21 @@ async function cutShortPrune(w: World, signer: CheckpointSigner): Promise<void> 
   await expect(crashing.pruneHistory({ through_seq: 600 })).rejects.toThrow(/simulated crash/);
 }
 
+/** `count` state changes in one session, one a minute from T0; the clock then 400 days on. */
+async function writeNotes({ gh, clock }: World, count: number) {
+  for (let i = 0; i < count; i += 1) {
+    clock.now = T0 + i * 60_000;
+    await gh.recordState({
+      session_id: 's1',
+      key: 'agent.note',
+      value: `v${i}`,
+      type: 'fact',
+      source: 'user_input',
+    });
+  }
+  clock.now = T0 + 400 * DAY;
+}
+
 /** 1,000 state changes, one a minute from T0, each delivered to a webhook. */
 async function write1000({ gh, clock }: World) {
   await gh.createWebhook({ url: 'https://hooks.example.com/in', events: ['state_change'] });
@@ -377,17 +392,7 @@ describe.each(STORE_TARGETS)('pruning behind a signed checkpoint on $name', (tar
     const w = await world(target, loadCheckpointSigner(keyA.privateKey));
     const { store, gh, clock } = w;
     try {
-      for (let i = 0; i < 40; i += 1) {
-        clock.now = T0 + i * 60_000;
-        await gh.recordState({
-          session_id: 's1',
-          key: 'agent.note',
-          value: `v${i}`,
-          type: 'fact',
-          source: 'user_input',
-        });
-      }
-      clock.now = T0 + 400 * DAY;
+      await writeNotes(w, 40);
       expect((await gh.createCheckpoint()).seq).toBe(40);
       const rotated = createGatehouse({
         store,
@@ -406,19 +411,9 @@ describe.each(STORE_TARGETS)('pruning behind a signed checkpoint on $name', (tar
   it('a checkpoint at the head proves no prune: verify anchors on the latest prune, and fails where events went without one', async () => {
     const signer = loadCheckpointSigner(keyA.privateKey);
     const w = await world(target, signer);
-    const { store, gh, clock } = w;
+    const { store, gh } = w;
     try {
-      for (let i = 0; i < 60; i += 1) {
-        clock.now = T0 + i * 60_000;
-        await gh.recordState({
-          session_id: 's1',
-          key: 'agent.note',
-          value: `v${i}`,
-          type: 'fact',
-          source: 'user_input',
-        });
-      }
-      clock.now = T0 + 400 * DAY;
+      await writeNotes(w, 60);
       // A checkpoint at the head, then a prune through the same seq: one checkpoint serves both.
       expect((await gh.createCheckpoint()).seq).toBe(60);
       await gh.pruneHistory({ through_seq: 20 });
