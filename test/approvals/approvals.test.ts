@@ -308,7 +308,9 @@ describe('replays are refused', () => {
     const own = await gh.evaluate(transfer(9000), finance);
     expect(own).toMatchObject({ verdict: 'Block', allowed: false, approval: { id, status: 'approved' } });
     expect(own.reason).toMatch(
-      new RegExp(`^Approval ${id} was decided by this caller \\(key_finance\\): it cannot release the action it approved itself\\.`),
+      new RegExp(
+        `^Approval ${id} was decided by this caller \\(key_finance\\): it cannot release the action it approved itself\\.`,
+      ),
     );
     // Not used up: the agent that asked still gets it.
     expect((await gh.getApproval(id)).status).toBe('approved');
