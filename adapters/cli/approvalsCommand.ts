@@ -13,13 +13,19 @@ import { terminalSafe, terminalText } from './terminalText.js';
 function clientOptions(cmd: Command): Command {
   return cmd
     .option('--url <url>', 'the Gatehouse server (env GATEHOUSE_URL)', undefined)
-    .option('--api-key <key>', 'an API key with approvals:decide (env GATEHOUSE_API_KEY; prefer the env)')
+    .option(
+      '--api-key <key>',
+      'an API key with approvals:decide (env GATEHOUSE_API_KEY, else GATEHOUSE_KEY as `serve` prints it; prefer the env)',
+    )
     .option('--json', 'print the JSON answer');
 }
 
 function clientFrom(flags: { url?: string; apiKey?: string }): GatehouseClient {
-  const apiKey = flags.apiKey ?? process.env['GATEHOUSE_API_KEY'];
-  if (!apiKey) throw new Error('An API key is needed: set GATEHOUSE_API_KEY (or pass --api-key).');
+  // GATEHOUSE_KEY too: it is the name `serve`'s first-start banner and the README export.
+  const apiKey = flags.apiKey || process.env['GATEHOUSE_API_KEY'] || process.env['GATEHOUSE_KEY'];
+  if (!apiKey) {
+    throw new Error('An API key is needed: set GATEHOUSE_API_KEY or GATEHOUSE_KEY (or pass --api-key).');
+  }
   return createGatehouseClient({
     baseUrl: flags.url ?? process.env['GATEHOUSE_URL'] ?? 'http://127.0.0.1:8787',
     apiKey,

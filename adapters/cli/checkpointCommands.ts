@@ -6,13 +6,14 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import {
-  type Checkpoint,
+  type Gatehouse,
   GatehouseError,
   type GatehouseOptions,
   generateCheckpointKeyPair,
   loadCheckpointPublicKey,
   loadCheckpointSigner,
 } from '../../src/index.js';
+import { openCheckpointFile } from './checkpointFile.js';
 import { readStoreConfig } from './config.js';
 import { openGatehouse } from './openService.js';
 import { terminalText } from './terminalText.js';
@@ -53,9 +54,17 @@ export function readCheckpointKeys(
   };
 }
 
-/** Writes a checkpoint as a file to keep elsewhere. */
-function writeCheckpoint(file: string, checkpoint: Checkpoint): void {
-  writeFileSync(file, `${JSON.stringify(checkpoint, null, 2)}\n`);
+/** What `verify` and `import` print for a pruned history when no public key is configured. */
+export const NO_PUBLIC_KEY =
+  'cannot verify: no checkpoint public key is configured (the history is pruned and is verified from its signed checkpoint: pass --public-key or set GATEHOUSE_CHECKPOINT_PUBLIC_KEY)';
+
+/**
+ * True when the tenant's history is pruned (its events start after seq 1), so verifying it needs
+ * the checkpoint public key.
+ */
+export async function isPrunedHistory(gatehouse: Gatehouse, tenantId: string): Promise<boolean> {
+  const first = await gatehouse.store.transaction((tx) => tx.firstEventSeq(tenantId));
+  return first !== null && first > 1;
 }
 
 /** Registers `hold place|release|list`. */
@@ -155,11 +164,20 @@ export function registerCheckpointCommands(
     .action(async (flags) => {
       const gatehouse = await openGatehouse(readStoreConfig(flags), readCheckpointKeys(flags));
       try {
-        const c = await gatehouse.createCheckpoint({ tenantId: flags.tenant as string, actor: 'cli' });
-        writeCheckpoint(flags.out as string, c);
+        // Opened before the checkpoint is stored, so an unwritable --out changes nothing.
+        const out = openCheckpointFile(flags.out as string, '--out');
+        let c: Awaited<ReturnType<typeof gatehouse.createCheckpoint>>;
+        try {
+          c = await gatehouse.createCheckpoint({ tenantId: flags.tenant as string, actor: 'cli' });
+        } catch (error) {
+          out.abandon();
+          throw error;
+        }
+        const written = out.write(c, 'the checkpoint is stored in the database');
         process.stdout.write(
-          terminalText`checkpoint at seq ${c.seq} (${c.hash}), key ${c.key_id}: ${flags.out}\n`,
+          terminalText`checkpoint at seq ${c.seq} (${c.hash}), key ${c.key_id}: ${written ? flags.out : '(not written: see above)'}\n`,
         );
+        if (!written) process.exitCode = 1;
       } finally {
         await gatehouse.store.close();
       }
@@ -179,21 +197,30 @@ export function registerCheckpointCommands(
     .action(async (flags) => {
       const gatehouse = await openGatehouse(readStoreConfig(flags), readCheckpointKeys(flags));
       try {
-        const report = await gatehouse.pruneHistory(
-          {
-            through_seq: Number(flags.through),
-            ...(flags.allowBelowFloor ? { allow_below_floor: true } : {}),
-            ...(flags.overrideHold ? { override_hold: true } : {}),
-            ...(flags.reference ? { reference: flags.reference as string } : {}),
-          },
-          { tenantId: flags.tenant as string, actor: 'cli' },
-        );
-        writeCheckpoint(flags.checkpointOut as string, report.checkpoint);
+        // Opened before anything is deleted: the prune cannot be repeated to get its checkpoint.
+        const out = openCheckpointFile(flags.checkpointOut as string, '--checkpoint-out');
+        let report: Awaited<ReturnType<typeof gatehouse.pruneHistory>>;
+        try {
+          report = await gatehouse.pruneHistory(
+            {
+              through_seq: Number(flags.through),
+              ...(flags.allowBelowFloor ? { allow_below_floor: true } : {}),
+              ...(flags.overrideHold ? { override_hold: true } : {}),
+              ...(flags.reference ? { reference: flags.reference as string } : {}),
+            },
+            { tenantId: flags.tenant as string, actor: 'cli' },
+          );
+        } catch (error) {
+          out.abandon();
+          throw error;
+        }
+        const written = out.write(report.checkpoint, 'the prune is done');
         process.stdout.write(
           flags.json
             ? `${JSON.stringify(report)}\n`
-            : terminalText`pruned events ${report.from_seq}-${report.through_seq} (${report.events}) behind checkpoint ${report.checkpoint.hash} (key ${report.checkpoint.key_id}): ${flags.checkpointOut}\nretention.pruned: seq ${report.event.seq} ${report.event.event_id}\n`,
+            : terminalText`pruned events ${report.from_seq}-${report.through_seq} (${report.events}) behind checkpoint ${report.checkpoint.hash} (key ${report.checkpoint.key_id}): ${written ? flags.checkpointOut : '(not written: see above)'}\nretention.pruned: seq ${report.event.seq} ${report.event.event_id}\n`,
         );
+        if (!written) process.exitCode = 1;
       } finally {
         await gatehouse.store.close();
       }

@@ -3,7 +3,7 @@
  * The `gatehouse` command.
  */
 import { once } from 'node:events';
-import { createReadStream, createWriteStream, readFileSync, type WriteStream } from 'node:fs';
+import { createReadStream, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { setFlagsFromString } from 'node:v8';
 import { Command, Option } from 'commander';
@@ -14,7 +14,6 @@ import {
   createIdGenerator,
   DEFAULT_KEY_SOURCES,
   DEFAULT_POLICY_YAML,
-  type DumpRecord,
   EVENT_TYPES,
   type HistoryEvent,
   packageVersion,
@@ -28,12 +27,16 @@ import { DEFAULT_MCP_SOURCES, runStdioServer } from '../mcp/index.js';
 import { registerApprovalsCommands } from './approvalsCommand.js';
 import {
   checkpointKeyOptions,
+  isPrunedHistory,
+  NO_PUBLIC_KEY,
   readCheckpointKeys,
   registerCheckpointCommands,
   registerHoldCommands,
 } from './checkpointCommands.js';
 import { list, listOfChoices, readServeConfig, readServiceConfig, readStoreConfig } from './config.js';
+import { endRecordLine, readDumpRecords } from './dumpFile.js';
 import { CLOSED_PIPE_STATUS, errorMessage, isClosedPipe, stopWhenReaderGoes } from './errorOutput.js';
+import { assertNotTheDatabase, type ExportFile, openExportFile } from './exportFile.js';
 import { openGatehouse, openStore, policyOriginOf } from './openService.js';
 import { registerPolicyCommands } from './policyCommands.js';
 import { checkpointDirOf, registerRetentionCommand } from './retentionCommand.js';
@@ -343,6 +346,11 @@ checkpointKeyOptions(storeOptions(program.command('verify')))
           : await gatehouse.store.listTenants();
       let ok = true;
       for (const tenantId of tenants) {
+        if (publicKey === undefined && (await isPrunedHistory(gatehouse, tenantId))) {
+          ok = false;
+          process.stdout.write(terminalText`tenant ${tenantId}: ${NO_PUBLIC_KEY}\n`);
+          continue;
+        }
         const r =
           external && publicKey
             ? await gatehouse.verifyFromCheckpoint(
@@ -433,52 +441,70 @@ storeOptions(program.command('erase'))
   });
 
 storeOptions(program.command('export'))
-  .description('write every row of the database as JSON lines (to move it, e.g. SQLite → PostgreSQL)')
-  .option('--output <file>', 'write here instead of stdout')
+  .description(
+    'write every row of the database as JSON lines, then an end record (to move it, e.g. SQLite → PostgreSQL)',
+  )
+  .option('--output <file>', 'write here instead of stdout (replaced only once the whole dump is written)')
   .action(async (flags) => {
-    const store = await openStore(readStoreConfig(flags));
-    const out = flags.output ? createWriteStream(flags.output as string) : process.stdout;
+    const config = readStoreConfig(flags);
+    if (flags.output) assertNotTheDatabase(flags.output as string, config);
+    const store = await openStore(config);
+    let file: ExportFile | undefined;
     let count = 0;
     try {
+      file = flags.output ? await openExportFile(flags.output as string) : undefined;
+      const out = file?.stream ?? process.stdout;
+      const write = async (line: string) => {
+        if (!out.write(line)) await once(out, 'drain');
+      };
       for await (const record of store.dumpRows()) {
-        if (!out.write(`${JSON.stringify(record)}\n`)) await once(out, 'drain');
+        await write(`${JSON.stringify(record)}\n`);
         count += 1;
       }
+      await write(endRecordLine(count));
+      await file?.commit();
     } finally {
+      await file?.discard();
       await store.close();
-      if (flags.output) await new Promise((resolve) => (out as WriteStream).end(resolve));
     }
     process.stderr.write(`exported ${count} rows\n`);
   });
 
 checkpointKeyOptions(storeOptions(program.command('import')))
   .description(
-    'load a file written by `gatehouse export` into a new, empty database, then verify it (a pruned history with --public-key)',
+    'load a file written by `gatehouse export` into a new, empty database, then verify it (a pruned history needs --public-key)',
   )
   .argument('<file>', 'JSON lines from `gatehouse export` (- for stdin)')
+  .option(
+    '--no-end-record',
+    'accept a dump without the end record (written by an older gatehouse export): nothing then shows whether it was cut short',
+  )
   .action(async (file: string, flags) => {
-    const gatehouse = await openGatehouse(readStoreConfig(flags), readCheckpointKeys(flags), {
-      create: true,
-    });
+    const keys = readCheckpointKeys(flags);
+    const canVerifyCheckpoints = (keys.checkpointPublicKey ?? keys.checkpointSigner?.publicKey) !== undefined;
+    const gatehouse = await openGatehouse(readStoreConfig(flags), keys, { create: true });
     try {
-      async function* records() {
-        // Created only when the store starts reading: readline drops lines emitted before iteration.
+      // Created only when the store starts reading: readline drops lines emitted before iteration.
+      async function* lines() {
         const input = file === '-' ? process.stdin : createReadStream(file);
-        const lines = createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
-        let n = 0;
-        for await (const line of lines) {
-          n += 1;
-          if (line.trim() === '') continue;
-          try {
-            yield JSON.parse(line) as DumpRecord;
-          } catch {
-            throw new Error(`${file}:${n}: not a JSON line written by gatehouse export.`);
-          }
-        }
+        yield* createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
       }
-      const count = await gatehouse.store.loadRows(records());
+      // A bad line, a pruned history without a key, or a missing end record throws inside the
+      // load's transaction: nothing is committed.
+      const count = await gatehouse.store.loadRows(
+        readDumpRecords(lines(), {
+          file,
+          canVerifyCheckpoints,
+          allowMissingEnd: flags.endRecord === false,
+        }),
+      );
       process.stdout.write(`imported ${count} rows\n`);
       for (const tenantId of await gatehouse.store.listTenants()) {
+        if (!canVerifyCheckpoints && (await isPrunedHistory(gatehouse, tenantId))) {
+          process.stdout.write(terminalText`tenant ${tenantId}: ${NO_PUBLIC_KEY}\n`);
+          process.exitCode = 1;
+          continue;
+        }
         const r = await gatehouse.verifyHistory({ tenantId });
         process.stdout.write(
           terminalText`tenant ${tenantId}: ${r.ok ? `chain ok, ${r.checked} events${r.pruned_through === undefined ? '' : ` after the checkpoint at seq ${r.pruned_through}`}` : `BROKEN: ${r.problem}`}\n`,

@@ -14,6 +14,7 @@ import {
   loadPolicyFile,
   type Store,
 } from '../../src/index.js';
+import type { PostgresStore } from '../postgres/index.js';
 import type { ServiceConfig, StoreConfig } from './config.js';
 
 /** How a command opens the store. */
@@ -29,15 +30,21 @@ export interface OpenStoreOptions {
 
 /**
  * Opens the configured store: PostgreSQL when a URL is given, else the SQLite file.
- * @throws {GatehouseError} `not_found` for a missing SQLite file, unless `options.create`
+ * @throws {GatehouseError} `not_found` for a missing SQLite file or a PostgreSQL schema Gatehouse
+ * never set up, unless `options.create`
  */
 export async function openStore(config: StoreConfig, options: OpenStoreOptions = {}): Promise<Store> {
   if (config.databaseUrl) {
     const { openPostgresStore } = await import('../postgres/index.js');
-    return openPostgresStore({
+    const pgOptions = {
       connectionString: config.databaseUrl,
       ...(config.databaseSchema ? { schema: config.databaseSchema } : {}),
-    });
+    };
+    // Opening migrates, which creates the schema: a mistyped --database-schema would become a
+    // new, empty database. Only a command that may create one opens a schema not set up yet.
+    if (!options.create)
+      await assertPostgresSchemaExists(await openPostgresStore({ ...pgOptions, migrate: false }));
+    return openPostgresStore(pgOptions);
   }
   if (!options.create && config.database !== ':memory:' && !existsSync(config.database)) {
     throw new GatehouseError(
@@ -47,6 +54,28 @@ export async function openStore(config: StoreConfig, options: OpenStoreOptions =
   }
   const { openSqliteStore } = await import('../sqlite/index.js');
   return openSqliteStore({ filename: config.database, durability: config.durability });
+}
+
+/**
+ * Refuses (and closes) a PostgreSQL store whose schema has no `schema_migrations`: Gatehouse has
+ * never set it up. Closes the store in either case.
+ * @throws {GatehouseError} `not_found`
+ */
+async function assertPostgresSchemaExists(store: PostgresStore): Promise<void> {
+  try {
+    const { rows } = await store.pool.query<{ found: boolean }>(
+      "SELECT to_regclass(quote_ident($1) || '.schema_migrations') IS NOT NULL AS found",
+      [store.schema],
+    );
+    if (rows[0]?.found !== true) {
+      throw new GatehouseError(
+        'not_found',
+        `No Gatehouse database in PostgreSQL schema ${store.schema} (check --database-schema or GATEHOUSE_DB_SCHEMA; \`gatehouse serve\` creates one).`,
+      );
+    }
+  } finally {
+    await store.close();
+  }
 }
 
 /** Loads the configured policy, or the built-in one. Fails closed: a bad file throws. */

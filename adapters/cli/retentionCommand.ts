@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import type { Checkpoint } from '../../src/index.js';
 import { checkpointKeyOptions, readCheckpointKeys } from './checkpointCommands.js';
+import { assertWritableDirectory, printUnwrittenCheckpoint } from './checkpointFile.js';
 import { readServiceConfig } from './config.js';
 import { openGatehouse } from './openService.js';
 import { terminalText } from './terminalText.js';
@@ -21,13 +22,18 @@ export function checkpointDirOf(flag: unknown): string {
     : process.env['GATEHOUSE_CHECKPOINT_DIR'] || DEFAULT_CHECKPOINT_DIR;
 }
 
+/** Where {@link writeCheckpointFile} writes a checkpoint: `dir/<tenant>-<seq>.json`. */
+export function checkpointFileOf(dir: string, checkpoint: Checkpoint): string {
+  return join(dir, `${checkpoint.tenant_id}-${checkpoint.seq}.json`);
+}
+
 /**
  * Writes a prune's checkpoint to `dir/<tenant>-<seq>.json` (the directory made if missing).
  * @returns the file's path
  */
 export function writeCheckpointFile(dir: string, checkpoint: Checkpoint): string {
   mkdirSync(dir, { recursive: true });
-  const file = join(dir, `${checkpoint.tenant_id}-${checkpoint.seq}.json`);
+  const file = checkpointFileOf(dir, checkpoint);
   writeFileSync(file, `${JSON.stringify(checkpoint, null, 2)}\n`);
   return file;
 }
@@ -52,10 +58,25 @@ export function registerRetentionCommand(
       const gatehouse = await openGatehouse(readServiceConfig(flags), readCheckpointKeys(flags));
       try {
         const tenants = flags.tenant ? [flags.tenant as string] : await gatehouse.store.listTenants();
+        const dir = checkpointDirOf(flags.checkpointDir);
+        // Checked before any tenant is pruned: a prune cannot be repeated to get its checkpoint.
+        assertWritableDirectory(dir, '--checkpoint-dir');
         let ok = true;
         for (const tenantId of tenants) {
           const r = await gatehouse.runRetention({ tenantId, actor: 'cli' });
-          if (r.pruned) writeCheckpointFile(checkpointDirOf(flags.checkpointDir), r.pruned.checkpoint);
+          if (r.pruned) {
+            const { checkpoint } = r.pruned;
+            try {
+              writeCheckpointFile(dir, checkpoint);
+            } catch (error) {
+              // The prune is done: hand its checkpoint over and go on with the other tenants.
+              printUnwrittenCheckpoint(checkpointFileOf(dir, checkpoint), checkpoint, {
+                done: `the prune of tenant ${tenantId} is done`,
+                reason: (error as NodeJS.ErrnoException).code ?? String(error),
+              });
+              ok = false;
+            }
+          }
           ok &&= r.problem === null;
           process.stdout.write(
             flags.json

@@ -154,13 +154,6 @@ export async function startService(
   });
   const store = gatehouse.store;
 
-  const bootstrap = await createFirstApiKey(
-    store,
-    { ids: createIdGenerator(), randomBytes: systemRandomBytes, now: new Date() },
-    { name: 'bootstrap admin', scopes: ['admin'] },
-  );
-  const bootstrapKey = bootstrap?.secret;
-
   if (config.mcpAllowedHosts === undefined && isWildcardAddress(config.host)) {
     log.warn(
       { host: config.host },
@@ -194,9 +187,26 @@ export async function startService(
     }),
   });
   let server: RunningServer;
+  let bootstrapKey: string | undefined;
   try {
     server = await startHttpServer(app, { host: config.host, port: config.port });
   } catch (error) {
+    app.close();
+    await ttlStore?.disconnect().catch(() => undefined);
+    await store.close();
+    throw error;
+  }
+  // Only once the server listens: a start that fails (the port taken) must not leave behind an
+  // admin key whose secret nobody saw, and the next start would then not print one.
+  try {
+    const bootstrap = await createFirstApiKey(
+      store,
+      { ids: createIdGenerator(), randomBytes: systemRandomBytes, now: new Date() },
+      { name: 'bootstrap admin', scopes: ['admin'] },
+    );
+    bootstrapKey = bootstrap?.secret;
+  } catch (error) {
+    await server.close();
     app.close();
     await ttlStore?.disconnect().catch(() => undefined);
     await store.close();

@@ -55,3 +55,17 @@ export function terminalText(strings: TemplateStringsArray, ...values: unknown[]
 export function terminalLines(text: string): string {
   return text.split('\n').map(terminalSafe).join('\n');
 }
+
+/**
+ * JSON for a terminal: `JSON.stringify`'s text with each character {@link terminalSafe} would
+ * escape and JSON leaves raw (DEL, C1 controls, bidi controls, line separators) written as a
+ * `\uXXXX` escape, so the text is still valid JSON that parses to the same value.
+ * @example process.stderr.write(`${terminalJson(checkpoint)}\n`)
+ */
+export function terminalJson(value: unknown, indent?: number): string {
+  return JSON.stringify(value, null, indent).replace(
+    UNSAFE,
+    // Outside strings JSON.stringify writes only the newlines of `indent`: the layout, kept.
+    (char) => (char === '\n' ? char : `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`),
+  );
+}
