@@ -11,7 +11,7 @@ import type { RetentionSettings } from '../gate/index.js';
 import type { Gatehouse, RetentionReport } from '../gatehouseTypes.js';
 import type { LegalHold } from '../history/legalHoldSchemas.js';
 import { RetentionInputSchema, type RetentionView } from '../history/pruneSchemas.js';
-import type { StoreTx } from '../store.js';
+import type { ChainHead, StoreTx } from '../store.js';
 import { parseInput } from '../validation.js';
 import type { EventDraft } from './appendEvents.js';
 import { denyApproval, expireApproval, isDue } from './heldDecisions.js';
@@ -144,17 +144,18 @@ export function retentionOperations(
          * Runs `batch` in a transaction of the tenant's, again after each full batch (yielding in
          * between, so decisions are not held behind it), until one finds nothing or less than a
          * batch, or a tenant hold placed meanwhile stops it; `take` adds each to the report.
+         * `batch` runs holding the chain head's lock, and gets the head.
          */
         const inBatches = async <B extends { full: boolean }>(
-          batch: (tx: StoreTx) => Promise<B | null>,
+          batch: (tx: StoreTx, head: ChainHead | null) => Promise<B | null>,
           take: (done: B) => void,
         ): Promise<void> => {
           for (;;) {
             if (report.problem !== null) return;
             const done = await shared.tenantTransaction(tenantId, async (tx) => {
               // Under the chain head's lock, which placing a hold takes too.
-              await tx.lockChainHead(tenantId);
-              return stoppedByHold(await tx.listHolds(tenantId), 'stopped') ? null : batch(tx);
+              const head = await tx.lockChainHead(tenantId);
+              return stoppedByHold(await tx.listHolds(tenantId), 'stopped') ? null : batch(tx, head);
             });
             if (done === null) return;
             take(done);
@@ -163,8 +164,7 @@ export function retentionOperations(
           }
         };
         await inBatches(
-          async (tx) => {
-            const head = await tx.lockChainHead(tenantId);
+          async (tx, head) => {
             const events = await tx.listExpiredValues(tenantId, before, VALUES_BATCH);
             if (events.length === 0) return null;
             const seq = (head?.seq ?? 0) + 1;
@@ -189,7 +189,6 @@ export function retentionOperations(
         let after = { session_id: '', key: '' };
         await inBatches(
           async (tx) => {
-            await tx.lockChainHead(tenantId);
             const items = await tx.listExpiredItems(tenantId, before, after, VALUES_BATCH);
             if (items.length === 0) return null;
             await tx.expireItems(tenantId, items);
@@ -214,7 +213,6 @@ export function retentionOperations(
         // pending approval is denied and an approved one expires (their params are gone).
         await inBatches(
           async (tx) => {
-            await tx.lockChainHead(tenantId);
             const conflicts = await tx.listExpiredConflicts(tenantId, before, VALUES_BATCH);
             const approvals = await tx.listExpiredApprovals(tenantId, before, VALUES_BATCH);
             if (conflicts.length === 0 && approvals.length === 0) return null;
