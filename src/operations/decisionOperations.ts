@@ -73,7 +73,8 @@ export function decisionOperations(
           decision,
           result: { ...result, hold: result.hold },
           params,
-          context,
+          maskedParams: maskedParams as Record<string, unknown>,
+          maskedContext: maskedContext as Record<string, unknown>,
           secrets,
           openConflicts: conflicts.map((c) => c.conflict_id),
         });

@@ -24,8 +24,11 @@ export interface HeldEvaluation {
   /** The decision as the policy made it (a Block, not yet masked). */
   decision: Decision;
   result: GateResult & { hold: NonNullable<GateResult['hold']> };
+  /** The params as called (the approval binds to them). */
   params: Record<string, unknown>;
-  context: Record<string, unknown>;
+  /** The params and context with the session's and their own secrets masked, as recorded. */
+  maskedParams: Record<string, unknown>;
+  maskedContext: Record<string, unknown>;
   secrets: ReadonlySet<string>;
   /** IDs of the session's open conflicts the evaluation saw. */
   openConflicts: readonly string[];
@@ -117,7 +120,7 @@ export async function settleHeldDecision(shared: OperationContext, held: HeldEva
     rules: hold.rules,
   });
   const now = base.evaluated_at;
-  const maskedParams = maskSecrets(held.params, 'params', secrets) as Record<string, unknown>;
+  const { maskedParams } = held;
 
   return shared.tenantTransaction(tenantId, async (tx) => {
     // Every event writer of the tenant takes this lock anyway; taking it first makes "find the
@@ -206,7 +209,7 @@ export async function settleHeldDecision(shared: OperationContext, held: HeldEva
           data: {
             ...masked,
             params: maskedParams,
-            context: maskSecrets(held.context, 'context', secrets),
+            context: held.maskedContext,
           },
         },
         ...after,
