@@ -29,7 +29,7 @@ export interface CheckpointFile {
 }
 
 /** Why a file cannot be opened, without the `open 'path'` Node adds to its message. */
-function reasonOf(error: unknown): string {
+export function reasonOf(error: unknown): string {
   const e = error as NodeJS.ErrnoException;
   return e.code ?? e.message ?? String(error);
 }

@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import { createWriteStream, realpathSync, renameSync, rmSync, statSync, type WriteStream } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { GatehouseError } from '../../src/index.js';
+import { reasonOf } from './checkpointFile.js';
 import type { StoreConfig } from './config.js';
 
 /** The files of a SQLite database: the file, its write-ahead log, shared memory and journal. */
@@ -78,8 +79,7 @@ export async function openExportFile(file: string): Promise<ExportFile> {
   try {
     await once(stream, 'open');
   } catch (error) {
-    const reason = (error as NodeJS.ErrnoException).code ?? String(error);
-    throw new GatehouseError('invalid_request', `--output ${file} cannot be written (${reason}).`);
+    throw new GatehouseError('invalid_request', `--output ${file} cannot be written (${reasonOf(error)}).`);
   }
   const end = async () => {
     if (stream.closed) return;
