@@ -120,8 +120,17 @@ export function formatReplay(report: ReplayReport): string {
     `  history seq ${n(report.from_seq + 1)} to ${n(report.to_seq)}; each on the state at its position and its own time`,
     '',
   );
+  if (report.unreplayable > 0) {
+    const { inputs_erased, state_erased } = report.unreplayable_reasons;
+    lines.push(
+      `Not replayed: ${n(report.unreplayable)} decision${report.unreplayable === 1 ? '' : 's'} rested on erased values (params or context erased ${n(inputs_erased)}, state read erased ${n(state_erased)}); see docs/replay.md`,
+      '',
+    );
+  }
   if (report.decisions === 0) {
-    lines.push('No recorded decision matched.');
+    lines.push(
+      report.unreplayable > 0 ? 'No other recorded decision matched.' : 'No recorded decision matched.',
+    );
     return `${lines.join('\n')}\n`;
   }
   const verdicts = ['Allow', 'Warn', 'Block'] as const;

@@ -172,6 +172,15 @@ export const ReplayReportSchema = z.object({
     .describe(
       'Decisions whose inputs, or a state value they read, were erased (docs/data-lifecycle.md, docs/replay.md): counted, not replayed.',
     ),
+  unreplayable_reasons: z
+    .object({
+      inputs_erased: z.number().int().describe('Decisions whose params or context were erased.'),
+      state_erased: z
+        .number()
+        .int()
+        .describe('Decisions that read, or whose candidate reads, a state value erased since.'),
+    })
+    .describe('`unreplayable`, by why.'),
   from_seq: z.number().int().describe('Events after this seq were read.'),
   to_seq: z.number().int().describe('The last seq read.'),
   next_after_seq: z

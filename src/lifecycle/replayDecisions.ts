@@ -137,7 +137,7 @@ export async function replayDecisions(
   let lastSeq = fromSeq;
   let nextAfterSeq: number | null = null;
   let stoppedBy: ReplayReport['stopped_by'] = null;
-  let unreplayable = 0;
+  const unreplayable = { inputs_erased: 0, state_erased: 0 };
   for await (const event of events) {
     await pacer.step();
     if (event.type === 'gate_evaluation' && event.seq > fromSeq) {
@@ -164,7 +164,7 @@ export async function replayDecisions(
     if (!matchesAction(recorded.action)) continue;
     // Its inputs were erased (and with them its session's state): counted, not replayed.
     if (isErased(recorded.params) || isErased(recorded.context)) {
-      unreplayable += 1;
+      unreplayable.inputs_erased += 1;
       continue;
     }
 
@@ -186,7 +186,7 @@ export async function replayDecisions(
     // A value it read (as recorded, or now) was erased after this position: its verdict rested on
     // a value no longer known. Counted, not compared.
     if (readsAny(view.erased, recorded.state_versions) || readsAny(view.erased, result.stateVersions)) {
-      unreplayable += 1;
+      unreplayable.state_erased += 1;
       continue;
     }
     // Masked as evaluate masks a decision, so messages compare with the recorded ones.
@@ -246,7 +246,8 @@ export async function replayDecisions(
       action: options.action ?? null,
     },
     ...tally.summary(),
-    unreplayable,
+    unreplayable: unreplayable.inputs_erased + unreplayable.state_erased,
+    unreplayable_reasons: unreplayable,
     from_seq: fromSeq,
     to_seq: lastSeq,
     next_after_seq: nextAfterSeq,

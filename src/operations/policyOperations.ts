@@ -150,6 +150,7 @@ export function policyOperations(
                 changed: report.changed,
                 rules_changed: report.rules_changed,
                 pinned: report.pinned,
+                unreplayable: report.unreplayable,
                 by_verdict: report.by_verdict,
                 from_seq: report.from_seq,
                 to_seq: report.to_seq,

@@ -187,4 +187,46 @@ describe('gatehouse policy replay and history', () => {
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain("'yesterday' is not a time");
   });
+
+  it('says how many decisions it could not replay because their values were erased, and why', async () => {
+    const database = join(dir, 'replay-erased.db');
+    const store = openSqliteStore({ filename: database });
+    const gh = createGatehouse({ store, policyOrigin: 'builtin' });
+    for (const session_id of ['kept', 'erased']) {
+      await gh.recordState({
+        session_id,
+        key: 'budget.limit',
+        value: '5000',
+        type: 'fact',
+        source: 'user_input',
+      });
+      await gh.evaluate({ session_id, action: 'payments.transfer', params: { amount: 100 } });
+      await gh.evaluate({ session_id, action: 'payments.transfer', params: { amount: 9000 } });
+    }
+    await gh.eraseSession({ session_id: 'erased', reference: 'DSR-1' });
+    const expected = await gh.replayPolicy({ policy: 'version: 1\n' });
+    await store.close();
+    expect(expected).toMatchObject({ decisions: 2, unreplayable: 2 });
+
+    const candidate = join(dir, 'empty.yaml');
+    writeFileSync(candidate, 'version: 1\n');
+    const text = await gatehouse('policy', 'replay', candidate, '--database', database);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain('Replayed 2 recorded decisions');
+    expect(text.stdout).toContain(
+      `Not replayed: 2 decisions rested on erased values (params or context erased ${expected.unreplayable_reasons.inputs_erased}, state read erased ${expected.unreplayable_reasons.state_erased}); see docs/replay.md`,
+    );
+
+    const only = await gatehouse(
+      'policy',
+      'replay',
+      candidate,
+      '--database',
+      database,
+      '--session',
+      'erased',
+    );
+    expect(only.stdout).toContain('Not replayed: 2 decisions rested on erased values');
+    expect(only.stdout).toContain('No other recorded decision matched.');
+  });
 });

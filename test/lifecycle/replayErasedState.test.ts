@@ -101,6 +101,7 @@ describe.each(STORE_TARGETS)('replay after retention erased state on $name', (ta
         changed: 0,
         pinned: 0,
         unreplayable: 1,
+        unreplayable_reasons: { inputs_erased: 0, state_erased: 1 },
       });
       expect(same.ids).toEqual([
         [transfer.decision_id, 'unchanged'],
@@ -109,7 +110,12 @@ describe.each(STORE_TARGETS)('replay after retention erased state on $name', (ta
 
       // A candidate whose transfer reads the erased consent: that transfer cannot be replayed either.
       const candidate = await replay(CANDIDATE);
-      expect(candidate.report).toMatchObject({ decisions: 1, changed: 0, unreplayable: 2 });
+      expect(candidate.report).toMatchObject({
+        decisions: 1,
+        changed: 0,
+        unreplayable: 2,
+        unreplayable_reasons: { inputs_erased: 0, state_erased: 2 },
+      });
       expect(candidate.ids).toEqual([[later.decision_id, 'unchanged']]);
     } finally {
       await store.close();
@@ -155,7 +161,13 @@ describe.each(STORE_TARGETS)('replay after retention erased state on $name', (ta
         onDecision: (d) => replayed.push(d),
       });
       // The decision before the erasure had its params erased with the session: not replayed.
-      expect(report).toMatchObject({ decisions: 1, unchanged: 1, changed: 0, unreplayable: 1 });
+      expect(report).toMatchObject({
+        decisions: 1,
+        unchanged: 1,
+        changed: 0,
+        unreplayable: 1,
+        unreplayable_reasons: { inputs_erased: 1, state_erased: 0 },
+      });
       expect(replayed.map((d) => [d.recorded.decision_id, d.comparison])).toEqual([
         [after.decision_id, 'unchanged'],
       ]);
