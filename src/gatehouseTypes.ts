@@ -128,8 +128,18 @@ export interface RetentionReport {
   pruned: PruneReport | null;
   /** Events of an earlier prune whose deletion had been cut short (the process stopped), deleted now. */
   finished_prune: number;
-  /** Why the prune was refused, or null. */
+  /** Why the prune was refused or left for a later run, or null. */
   problem: string | null;
+}
+
+/** Options of {@link Gatehouse.runRetention}. */
+export interface RunRetentionOptions {
+  /**
+   * Why no prune may run now (`gatehouse serve`: the directory its checkpoint file would go to
+   * cannot be written). Erasures run; a prune that is due is left for a later run and named in
+   * `problem`. @default none: a due prune runs
+   */
+  pruneHeld?: string;
 }
 
 /** Options for {@link createGatehouse}. */
@@ -286,9 +296,9 @@ export interface Gatehouse {
    * Applies the tenant's policy `retention:`: erases the values of events older than
    * `values_after` (batches of 500, each an `erasure.completed` with reason `retention`) and
    * prunes events older than `history_after` behind a signed checkpoint. A prune that is refused
-   * (no checkpoint key) is reported in `problem`, not thrown.
+   * (no checkpoint key) or held (`options.pruneHeld`) is reported in `problem`, not thrown.
    */
-  runRetention(ctx?: CallContext): Promise<RetentionReport>;
+  runRetention(ctx?: CallContext, options?: RunRetentionOptions): Promise<RetentionReport>;
   /** The tenant's retention in force: set with {@link putRetention}, else the policy's `retention:`. */
   getRetention(ctx?: CallContext): Promise<RetentionView>;
   /**

@@ -77,6 +77,7 @@ export type {
   Gatehouse,
   GatehouseOptions,
   RetentionReport,
+  RunRetentionOptions,
   WebhookUrlCheck,
 } from './gatehouseTypes.js';
 export {

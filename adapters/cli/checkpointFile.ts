@@ -92,14 +92,18 @@ export function openCheckpointFile(file: string, flag: string): CheckpointFile {
  * @throws {GatehouseError} `invalid_request` when it cannot be made or written
  */
 export function assertWritableDirectory(dir: string, flag: string): void {
+  const problem = writableDirectoryProblem(dir, flag);
+  if (problem !== undefined) throw new GatehouseError('invalid_request', `${problem}: nothing was changed.`);
+}
+
+/** Makes the directory if missing; says why it cannot be written (`${what} ${dir} cannot be written (EACCES)`), or undefined. */
+export function writableDirectoryProblem(dir: string, what: string): string | undefined {
   try {
     mkdirSync(dir, { recursive: true });
     accessSync(dir, constants.W_OK);
+    return undefined;
   } catch (error) {
-    throw new GatehouseError(
-      'invalid_request',
-      `${flag} ${dir} cannot be written (${reasonOf(error)}): nothing was changed.`,
-    );
+    return `${what} ${dir} cannot be written (${reasonOf(error)})`;
   }
 }
 

@@ -32,6 +32,7 @@ import {
   createWebhookDispatcher,
   type WebhookDispatcher,
 } from '../webhooks/index.js';
+import { writableDirectoryProblem } from './checkpointFile.js';
 import type { ServeConfig } from './config.js';
 import { describeStore, loadPolicy, openGatehouse, policyOriginOf } from './openService.js';
 import { checkpointDirOf, writeCheckpointFile } from './retentionCommand.js';
@@ -222,7 +223,10 @@ export async function startService(
   dispatcher.start();
 
   const checkpointDir = checkpointDirOf(config.checkpointDir);
-  /** The prune happened and its checkpoint is stored: a file that cannot be written is logged with it. */
+  /**
+   * The prune happened and its checkpoint is stored. No prune runs while the directory cannot be
+   * written (`pruneHeld` below); should the write still fail, the checkpoint is logged with it.
+   */
   const keepCheckpoint = (checkpoint: Checkpoint) => {
     try {
       const file = writeCheckpointFile(checkpointDir, checkpoint);
@@ -238,6 +242,7 @@ export async function startService(
           gatehouse,
           intervalMs: (config.retentionIntervalMinutes ?? 60) * 60_000,
           onError: (err, tenantId) => log.error({ err, tenantId }, 'retention run failed'),
+          pruneHeld: () => writableDirectoryProblem(checkpointDir, 'the checkpoint directory'),
           onReport: (report) => {
             log.info({ retention: report }, 'retention run');
             if (report.pruned) keepCheckpoint(report.pruned.checkpoint);

@@ -15,6 +15,11 @@ export interface RetentionScheduleOptions {
   onError?: (error: unknown, tenantId: string) => void;
   /** Every tenant's report. @default none */
   onReport?: (report: RetentionReport) => void;
+  /**
+   * Asked before each tenant's run: why no prune may run now, or undefined (see
+   * `RunRetentionOptions.pruneHeld`). @default none: due prunes run
+   */
+  pruneHeld?: () => string | undefined;
 }
 
 /** A running schedule. */
@@ -42,7 +47,11 @@ export function startRetentionSchedule(options: RetentionScheduleOptions): Reten
     for (const tenantId of tenants) {
       if (closed) return;
       try {
-        const report = await options.gatehouse.runRetention({ tenantId, actor: 'retention' });
+        const pruneHeld = options.pruneHeld?.();
+        const report = await options.gatehouse.runRetention(
+          { tenantId, actor: 'retention' },
+          pruneHeld === undefined ? {} : { pruneHeld },
+        );
         options.onReport?.(report);
         if (report.problem !== null) options.onError?.(new Error(report.problem), tenantId);
       } catch (error) {

@@ -76,7 +76,7 @@ export function retentionOperations(
       return settingsOf(tenantId);
     },
 
-    async runRetention(ctx) {
+    async runRetention(ctx, options) {
       const tenantId = tenantOf(ctx);
       const view = await settingsOf(tenantId);
       const settings =
@@ -255,7 +255,9 @@ export function retentionOperations(
         const older = await shared.store.transaction((tx) => tx.lastSeqBefore(tenantId, before));
         const through = older !== null && firstHeld !== null ? Math.min(older, firstHeld - 1) : older;
         const first = await shared.store.transaction((tx) => tx.firstEventSeq(tenantId));
-        if (through !== null && first !== null && through >= first) {
+        if (through !== null && first !== null && through >= first && options?.pruneHeld !== undefined) {
+          report.problem = `prune of events ${first}-${through} left for a later run: ${options.pruneHeld}`;
+        } else if (through !== null && first !== null && through >= first) {
           try {
             report.pruned = await prune.pruneHistory(
               {

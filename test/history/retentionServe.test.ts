@@ -1,7 +1,7 @@
 /**
  * `gatehouse serve`'s scheduled retention keeps each prune's checkpoint as `retention run` does:
  * a file `<tenant>-<seq>.json` in `--checkpoint-dir` that verifies the kept history with the
- * public key; a directory it cannot write to is logged with the checkpoint, and the service goes on.
+ * public key; while that directory cannot be written no prune runs (erasures do), and the service goes on.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -78,18 +78,31 @@ describe('gatehouse serve: scheduled retention', () => {
     }
   }, 60_000);
 
-  it('logs the checkpoint when its file cannot be written, and keeps serving', async () => {
+  it('prunes nothing while --checkpoint-dir cannot be written, says why, and prunes once it can', async () => {
     const blocker = join(dir, 'not-a-directory');
     writeFileSync(blocker, '');
-    const { service, log } = await serve(await oldDatabase('unwritable'), join(blocker, 'checkpoints'));
+    const checkpoints = join(blocker, 'checkpoints');
+    const { service, log } = await serve(await oldDatabase('unwritable'), checkpoints);
     try {
       await service.runRetention();
       const line = log()
         .split('\n')
-        .find((l) => l.includes('checkpoint file not written'));
-      expect(JSON.parse(line!)).toMatchObject({ level: 50, checkpoint: { seq: 600, tenant_id: 'default' } });
-      const res = await fetch(`${service.url}/healthz`);
-      expect(res.status).toBe(200);
+        .find((l) => l.includes('retention run failed'));
+      expect(JSON.parse(line!)).toMatchObject({ level: 50, tenantId: 'default' });
+      expect(line).toContain(
+        `prune of events 1-600 left for a later run: the checkpoint directory ${checkpoints} cannot be written (ENOTDIR)`,
+      );
+      expect(log()).not.toContain('retention.pruned');
+      const verified = await service.gatehouse.verifyHistory();
+      expect(verified.ok).toBe(true);
+      expect(verified.pruned_through).toBeUndefined();
+      expect((await fetch(`${service.url}/healthz`)).status).toBe(200);
+
+      // Once the directory can be made, the next run prunes and writes the checkpoint.
+      rmSync(blocker);
+      await service.runRetention();
+      const checkpoint = parseCheckpoint(readFileSync(join(checkpoints, 'default-600.json'), 'utf8'));
+      expect(checkpoint).toMatchObject({ tenant_id: 'default', seq: 600 });
     } finally {
       await service.close();
     }
