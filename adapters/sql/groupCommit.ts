@@ -109,6 +109,87 @@ const openConflictsOf = (tenantId: string, q: ConflictQuery): string | undefined
     ? itemId(tenantId, q.session_id, q.key)
     : undefined;
 
+/** The methods {@link cachedTx} answers from, or drops, its batch cache. */
+type CachedMethod =
+  | 'lockItem'
+  | 'insertItemVersion'
+  | 'setItemStatus'
+  | 'listConflicts'
+  | 'insertConflict'
+  | 'updateConflict'
+  | 'lockChainHead'
+  | 'appendEvent'
+  | 'eraseSession'
+  | 'expireItems'
+  | 'expireConflicts'
+  | 'listWebhooks'
+  | 'insertWebhook'
+  | 'updateWebhook'
+  | 'deleteWebhook';
+
+/**
+ * Every other method of a transaction, which {@link cachedTx} passes through untouched: each
+ * reads, or writes nothing the cache holds (an item, an item's open conflicts, a webhook list, a
+ * chain head). A method added to `StoreTx` fails to compile until it is sorted here or into
+ * {@link CachedMethod}: a write the cache did not hear of would leave a stale item behind it (an
+ * erased value read back by the next caller of the batch).
+ */
+const PASSED_THROUGH: Record<Exclude<keyof StoreTx, CachedMethod>, 'reads' | 'writes nothing cached'> = {
+  getActivePolicy: 'reads',
+  getPolicyRevision: 'reads',
+  listPolicyRevisions: 'reads',
+  insertPolicyRevision: 'writes nothing cached',
+  setActivePolicy: 'writes nothing cached',
+  getItem: 'reads',
+  getItemVersion: 'reads',
+  listItemVersions: 'reads',
+  listItems: 'reads',
+  listSessionVersions: 'reads',
+  listSessionConflicts: 'reads',
+  getConflict: 'reads',
+  queryEvents: 'reads',
+  getWebhook: 'reads',
+  getDelivery: 'reads',
+  listDeliveries: 'reads',
+  getApproval: 'reads',
+  listApprovals: 'reads',
+  listSessionValues: 'reads',
+  tagSession: 'writes nothing cached',
+  listSubjectSessions: 'reads',
+  sessionSubject: 'reads',
+  deleteSubject: 'writes nothing cached',
+  erasedSessionsSince: 'reads',
+  listSessionPendingDeliveries: 'reads',
+  insertCheckpoint: 'writes nothing cached',
+  checkpointAt: 'reads',
+  eventAt: 'reads',
+  firstEventSeq: 'reads',
+  pruneEvents: 'writes nothing cached',
+  prunedThrough: 'reads',
+  listExpiredValues: 'reads',
+  expireValues: 'writes nothing cached',
+  listExpiredItems: 'reads',
+  listExpiredConflicts: 'reads',
+  listExpiredApprovals: 'reads',
+  expireApprovals: 'writes nothing cached',
+  getRetention: 'reads',
+  putRetention: 'writes nothing cached',
+  insertHold: 'writes nothing cached',
+  deleteHold: 'writes nothing cached',
+  listHolds: 'reads',
+  firstHeldSeq: 'reads',
+  lastSeqBefore: 'reads',
+  insertDeliveries: 'writes nothing cached',
+  latestApprovalByDigest: 'reads',
+  listDueApprovals: 'reads',
+  insertApproval: 'writes nothing cached',
+  addApprovalRequester: 'writes nothing cached',
+  transitionApproval: 'writes nothing cached',
+  consumeApproval: 'writes nothing cached',
+  resetDelivery: 'writes nothing cached',
+};
+const PASSED_THROUGH_NAMES = Object.keys(PASSED_THROUGH) as Array<keyof typeof PASSED_THROUGH>;
+
 /**
  * Wraps a transaction so that the chain head and the webhook list of a tenant, and a locked
  * item and its open conflicts, are read once per batch: the batch holds the chain head and the
@@ -121,8 +202,7 @@ function cachedTx(
   cache: { current: BatchCache },
   locked: ReadonlySet<string> | null,
 ): StoreTx {
-  return {
-    ...inner,
+  const cached: Pick<StoreTx, CachedMethod> = {
     async lockItem(tenantId, sessionId, key) {
       const id = itemId(tenantId, sessionId, key);
       const { items } = cache.current;
@@ -209,6 +289,9 @@ function cachedTx(
       return inner.deleteWebhook(tenantId, webhookId);
     },
   };
+  const tx = { ...cached } as StoreTx;
+  for (const name of PASSED_THROUGH_NAMES) (tx as unknown as Record<string, unknown>)[name] = inner[name];
+  return tx;
 }
 
 /**
