@@ -15,7 +15,13 @@ import { createIdempotency, type IdempotencyOptions } from './idempotency.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { abortedOnClose, createNodeListener, type NodeExchange } from './nodeListener.js';
 import { buildOpenApiDocument } from './openapi.js';
-import { type AnyRoute, createPipeline, type IdentityOptions, type Pipeline } from './pipeline.js';
+import {
+  type AnyRoute,
+  authenticateBearer,
+  createPipeline,
+  type IdentityOptions,
+  type Pipeline,
+} from './pipeline.js';
 import { createProtectedResourceRoutes, protectedResourceUrls } from './protectedResource.js';
 import { createRateLimiter, type RateLimiterOptions } from './rateLimiter.js';
 import { pathAndSearch, readNodeBody, readWebBody } from './requestParts.js';
@@ -51,12 +57,14 @@ export interface HttpAppOptions {
   metrics?: Metrics;
   /**
    * The MCP Streamable HTTP handler, mounted at `/mcp` behind the same bearer auth; `readBody`
-   * reads the body (on node:http from the socket, without web streams).
+   * reads the body (on node:http from the socket, without web streams); `checkCaller`
+   * authenticates the request's bearer again (a tool that waits calls it before it acts).
    */
   mcp?: (
     request: Request,
     principal: Principal,
     readBody: (limit: number) => Promise<string>,
+    checkCaller: () => Promise<Principal>,
   ) => Promise<Response>;
   /**
    * Makes the problem `type` URIs absolute, e.g. `https://gatehouse.example.org`.
@@ -140,7 +148,13 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
             method: 'ALL',
             path: '/mcp',
             target: 'mcp',
-            handle: (request, principal, face) => mcp(request, principal, face.readBody),
+            handle: (request, principal, face) =>
+              mcp(request, principal, face.readBody, () =>
+                authenticateBearer(keys, request.headers.get('authorization'), {
+                  authenticator: identity?.tokens,
+                  target: 'mcp',
+                }),
+              ),
           } satisfies AnyRoute,
         ]
       : []),

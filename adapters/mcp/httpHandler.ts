@@ -44,13 +44,22 @@ export interface McpHttpHandlerOptions extends HostOriginCheckOptions {
 export type McpBodyReader = (limit: number) => Promise<string>;
 
 /**
+ * Checks the request's credential again, as it was checked before the handler ran.
+ * @throws {GatehouseError} `unauthorized` once the key is revoked or the token no longer valid
+ */
+export type McpCallerCheck = () => Promise<unknown>;
+
+/**
  * Handles one authenticated `/mcp` request. With `readBody` the body is read through it and
- * handed to the transport parsed; without, the transport reads `request.body`.
+ * handed to the transport parsed; without, the transport reads `request.body`. With
+ * `checkCaller`, a tool that waits (`wait_for_approval`) checks the credential again before it
+ * acts; the HTTP app always gives it.
  */
 export type McpHttpHandler = (
   request: Request,
   principal: Principal,
   readBody?: McpBodyReader,
+  checkCaller?: McpCallerCheck,
 ) => Promise<Response>;
 
 /**
@@ -138,8 +147,10 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
   // caller context (key, tenant, scopes, sources) and are reconnected to each request's transport.
   // The key is part of it: an approval records which key asked, so servers are not shared by keys.
   const idle = new Map<string, McpServer[]>();
-  const build = (principal: Principal) =>
-    createMcpServer({
+  // The credential check of the request a server serves now (servers outlive requests).
+  const callerChecks = new WeakMap<McpServer, McpCallerCheck | undefined>();
+  const build = (principal: Principal) => {
+    const server: McpServer = createMcpServer({
       gatehouse: options.gatehouse,
       context: {
         tenantId: principal.tenantId,
@@ -150,8 +161,13 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
         labels: principal.labels,
       },
       ...(log === undefined ? {} : { logger: log }),
+      checkCaller: async () => {
+        await callerChecks.get(server)?.();
+      },
     });
-  return async (request, principal, readBody) => {
+    return server;
+  };
+  return async (request, principal, readBody, checkCaller) => {
     const refused = checkHostOrigin(request);
     if (refused) {
       log?.warn(
@@ -183,6 +199,7 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
       principal.record,
     ]);
     const server = idle.get(key)?.pop() ?? build(principal);
+    callerChecks.set(server, checkCaller);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,

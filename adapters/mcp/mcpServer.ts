@@ -55,6 +55,11 @@ export interface CreateMcpServerOptions {
    * transport can let running calls finish before it closes. @default none
    */
   onToolCall?: CallTracker;
+  /**
+   * Checks the client's credential again; a tool that waits (`wait_for_approval`) calls it before
+   * it acts, and a rejection becomes its error result. @default none
+   */
+  checkCaller?: () => Promise<void>;
 }
 
 /**
@@ -92,6 +97,9 @@ export function createMcpServer(options: CreateMcpServerOptions): McpServer {
     context: {
       ...(options.context?.tenantId === undefined ? {} : { tenantId: options.context.tenantId }),
       ...(options.context?.keyId === undefined ? {} : { keyId: options.context.keyId }),
+      // A token holder is recorded as issuer, subject and client: without it, its events named a
+      // key that does not exist (the pseudonymous ID that stands for the subject).
+      ...(options.context?.principal === undefined ? {} : { principal: options.context.principal }),
       ...(options.context?.scopes === undefined ? {} : { scopes: options.context.scopes }),
       ...(options.context?.labels === undefined ? {} : { labels: options.context.labels }),
       allowedSources,
@@ -103,6 +111,7 @@ export function createMcpServer(options: CreateMcpServerOptions): McpServer {
         : parseInput(SessionIdSchema, options.defaultSessionId, 'default session_id'),
     logger: options.logger,
     onToolCall: options.onToolCall,
+    checkCaller: options.checkCaller,
   };
   const server = new ScreenedMcpServer(
     { name: 'gatehouse', version: packageVersion() },

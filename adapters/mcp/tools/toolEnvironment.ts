@@ -22,6 +22,12 @@ export interface ToolEnvironment {
   logger: Logger | undefined;
   /** Sees each running tool call. */
   onToolCall: CallTracker | undefined;
+  /**
+   * Checks the caller's credential again (`unauthorized` once its key is revoked or its token
+   * expired): a tool that waits calls it before it acts, so a caller revoked meanwhile gets
+   * nothing done. `undefined`: nothing to check (stdio, in-memory).
+   */
+  checkCaller: (() => Promise<void>) | undefined;
 }
 
 /**

@@ -88,7 +88,9 @@ export const waitForApprovalTool = defineTool({
           )
         : current;
     // The decision comes from a fresh evaluation of the caller's call: the core releases it only
-    // if its binding digest matches the approval's (same params, same state, same policy).
+    // if its binding digest matches the approval's (same params, same state, same policy). The
+    // caller was authenticated up to a minute ago: a key revoked during the wait gets no release.
+    if (approval.status === 'approved') await env.checkCaller?.();
     const decision =
       approval.status === 'approved' ? await env.gatehouse.evaluate(evaluation, env.context) : null;
     return { structured: { approval, decision }, text: renderApprovalWait(approval, decision) };
