@@ -337,8 +337,12 @@ async function renderOne(root: HTMLElement, ctx: PageContext): Promise<void> {
   const approval = await get<Approval>(`/v1/approvals/${seg(id)}`);
   const heading = root.closest('main')?.querySelector('h1');
   if (heading) heading.append(' ', badge(approval.status));
-  const notice = ctx.query.get('decided');
-  const already = ctx.query.get('already');
+  // The address only asks for the notice: it shows when this key did decide so (as the server
+  // answers now), so a link cannot claim a decision that was not made, nor say anything else.
+  const decided = ctx.query.get('decided');
+  const notice =
+    decided !== null && decided === approval.status && approval.decided_by === ctx.me.key_id ? decided : null;
+  const already = ctx.query.get('already') !== null && approval.status !== 'pending';
   const why = cannotDecide(approval, ctx);
   const released = await uses(approval, ctx).catch((error: unknown) => errorBox(error));
   replace(

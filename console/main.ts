@@ -37,6 +37,15 @@ const app = document.getElementById('app')!;
 let current: AbortController | undefined;
 let headerTimer: number | undefined;
 
+/** A path segment decoded, or undefined when it is not valid percent-encoding (`%E0%A4%A`). */
+function decodeSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
 function matchRoute(path: string): { page: Page; params: Record<string, string> } | undefined {
   const parts = path.split('/').filter(Boolean);
   for (const page of PAGES) {
@@ -45,7 +54,9 @@ function matchRoute(path: string): { page: Page; params: Record<string, string> 
     const params: Record<string, string> = {};
     const ok = pattern.every((p, i) => {
       if (p.startsWith(':')) {
-        params[p.slice(1)] = decodeURIComponent(parts[i]!);
+        const value = decodeSegment(parts[i]!);
+        if (value === undefined) return false;
+        params[p.slice(1)] = value;
         return true;
       }
       return p === parts[i];

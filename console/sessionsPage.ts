@@ -25,15 +25,30 @@ function sensitivityFrom(items: StateItem[][]): SensitivityOf {
   return (sessionId, key) => known.get(JSON.stringify([sessionId, key])) ?? 'secret';
 }
 
+/** A side of a conflict; `sensitivity` is its own value's (the item's is the current one's). */
+interface ConflictSide {
+  value: string;
+  source: string;
+  trust: number;
+  sensitivity?: string;
+}
+
 interface Conflict {
   conflict_id: string;
   session_id: string;
   key: string;
   status: string;
-  current: { value: string; source: string; trust: number; version: number };
-  proposed: { value: string; source: string; trust: number };
+  current: ConflictSide & { version: number };
+  proposed: ConflictSide;
   created_at: string;
 }
+
+/**
+ * How a side of a conflict shows: masked when its own value is secret (a secret proposed for a
+ * key whose current value is not) or when its item is (or could not be read).
+ */
+const sideCell = (side: ConflictSide, itemSensitivity: string) =>
+  valueCell(side.value, side.sensitivity === 'secret' ? 'secret' : itemSensitivity);
 
 /** The conflicts table; `status` (kept by the caller, outside what is re-rendered) gets the outcome. */
 function conflictsTable(
@@ -91,13 +106,13 @@ function conflictsTable(
       h(
         'span',
         {},
-        valueCell(c.current.value, sensitivity),
+        sideCell(c.current, sensitivity),
         h('span', { class: 'muted' }, ` v${c.current.version}, ${c.current.source} (${c.current.trust})`),
       ),
       h(
         'span',
         {},
-        valueCell(c.proposed.value, sensitivity),
+        sideCell(c.proposed, sensitivity),
         h('span', { class: 'muted' }, ` ${c.proposed.source} (${c.proposed.trust})`),
       ),
       time(c.created_at),

@@ -202,6 +202,8 @@ export const ConflictSchema = z.object({
     source: z.string(),
     trust: z.number().int(),
     version: z.number().int(),
+    /** This side's value classified, as a state item is: a reader masks a `secret` one. */
+    sensitivity: SensitivitySchema.optional(),
   }),
   proposed: z.object({
     value: z.string(),
@@ -209,6 +211,11 @@ export const ConflictSchema = z.object({
     source: z.string(),
     trust: z.number().int(),
     metadata: z.record(z.string(), z.unknown()),
+    /**
+     * The proposed value classified on its own: a secret proposed for a key whose current value
+     * is not secret is `secret` here (History stores it masked), whatever the item's sensitivity.
+     */
+    sensitivity: SensitivitySchema.optional(),
   }),
   resolution: z.enum(['keep_current', 'accept_proposed', 'superseded', 'erased']).nullable(),
   created_at: z.string(),

@@ -21,6 +21,21 @@ import { assertPlausibleId, notFound } from './notFound.js';
 import type { OperationContext } from './operationContext.js';
 import { stateChangeDraft, supersedeConflicts } from './stateEvents.js';
 
+/**
+ * A conflict as callers get it: each side's value classified, so a reader that masks secrets
+ * masks a secret proposal too (the item's sensitivity is the current value's only). An erased
+ * side (a marker, not a string) has nothing to classify.
+ */
+function classified(conflict: Conflict): Conflict {
+  const of = (value: unknown) =>
+    typeof value === 'string' ? { sensitivity: classify(conflict.key, value).sensitivity } : {};
+  return {
+    ...conflict,
+    current: { ...conflict.current, ...of(conflict.current.value) },
+    proposed: { ...conflict.proposed, ...of(conflict.proposed.value) },
+  };
+}
+
 /** State items: recording with the conflict rule, reading versions, and resolving conflicts. */
 export function stateOperations(
   shared: OperationContext,
@@ -93,7 +108,9 @@ export function stateOperations(
               c.proposed.source === input.source &&
               c.proposed.type === input.type,
           );
-          if (same) return { outcome, changed: false, item: cur, conflict: same, event_id: null };
+          if (same) {
+            return { outcome, changed: false, item: cur, conflict: classified(same), event_id: null };
+          }
           const conflict: Conflict = {
             conflict_id: ids('cfl'),
             session_id: input.session_id,
@@ -139,7 +156,7 @@ export function stateOperations(
             outcome,
             changed: false,
             item: { ...cur, status: 'conflicted' },
-            conflict,
+            conflict: classified(conflict),
             event_id: event!.event_id,
           };
         }
@@ -211,15 +228,16 @@ export function stateOperations(
     },
 
     async listConflicts(query = {}, ctx) {
-      return store.listConflicts(tenantOf(ctx), {
+      const conflicts = await store.listConflicts(tenantOf(ctx), {
         session_id: query.session_id === undefined ? undefined : parseSession(query.session_id),
         key: query.key === undefined ? undefined : canonicalKey(query.key),
         status: query.status,
       });
+      return conflicts.map(classified);
     },
 
     async getConflict(conflictId, ctx) {
-      return requireConflict(store, tenantOf(ctx), conflictId);
+      return classified(await requireConflict(store, tenantOf(ctx), conflictId));
     },
 
     async resolveConflict(conflictId, rawInput, ctx) {
@@ -298,7 +316,7 @@ export function stateOperations(
           await tx.setItemStatus(tenantId, conflict.session_id, conflict.key, 'current');
         }
         await append(tx, tenantId, drafts, ctx);
-        return resolved;
+        return classified(resolved);
       });
     },
   };
