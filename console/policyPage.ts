@@ -47,6 +47,8 @@ interface ReplayReport {
   changed: number;
   rules_changed: number;
   pinned: number;
+  unreplayable: number;
+  unreplayable_reasons: { inputs_erased: number; state_erased: number };
   by_verdict: Array<{ from: string; to: string; count: number }>;
   rules: Array<{ rule: string; before: number; now: number }>;
   recorded_revisions: Array<{ revision: string; decisions: number }>;
@@ -153,6 +155,12 @@ function replayReport(report: ReplayReport): HTMLElement {
       ['Same verdict, other rules', String(report.rules_changed)],
       ['Unchanged', String(report.unchanged)],
       ['Pinned to recorded versions', String(report.pinned)],
+      [
+        'Not replayed: values erased',
+        report.unreplayable === 0
+          ? '0'
+          : `${report.unreplayable} (params or context ${report.unreplayable_reasons.inputs_erased}, state read ${report.unreplayable_reasons.state_erased})`,
+      ],
       [
         'Recorded under',
         report.recorded_revisions.length

@@ -417,6 +417,7 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     await result.locator(`a[href="#/decisions/${email1.decision_id}"]`).waitFor();
     const first = await result.textContent();
     expect(first).toContain('1 of 2 decisions would change verdict');
+    expect(first).toContain('Not replayed: values erased0');
     expect(first).toContain('no_email');
     expect(await result.locator(`a[href="#/decisions/${payment.decision_id}"]`).count()).toBe(0);
     await page.getByRole('button', { name: /Continue after seq \d+/ }).click();
