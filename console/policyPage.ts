@@ -6,6 +6,7 @@
  */
 import { ApiError, call, get, post, seg } from './api.js';
 import { badge, errorBox, facts, h, link, replace, row, shortId, table, time } from './dom.js';
+import { lineDiff } from './lineDiff.js';
 import type { Page, PageContext } from './pageTypes.js';
 
 /** `GET /v1/policy`. */
@@ -65,33 +66,6 @@ interface ReplayReport {
   to_seq: number;
   next_after_seq: number | null;
   event_id: string | null;
-}
-
-/** Lines of `a` and `b` as kept / removed / added (a longest-common-subsequence diff). */
-export function lineDiff(a: string, b: string): Array<{ op: ' ' | '-' | '+'; line: string }> {
-  const x = a.split('\n');
-  const y = b.split('\n');
-  // Policies are small (at most 48 KiB): the quadratic table is fine.
-  const lcs: number[][] = Array.from({ length: x.length + 1 }, () => new Array<number>(y.length + 1).fill(0));
-  for (let i = x.length - 1; i >= 0; i--) {
-    for (let j = y.length - 1; j >= 0; j--) {
-      lcs[i]![j] = x[i] === y[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
-    }
-  }
-  const out: Array<{ op: ' ' | '-' | '+'; line: string }> = [];
-  let i = 0;
-  let j = 0;
-  while (i < x.length && j < y.length) {
-    if (x[i] === y[j]) {
-      out.push({ op: ' ', line: x[i]! });
-      i++;
-      j++;
-    } else if (lcs[i + 1]![j]! >= lcs[i]![j + 1]!) out.push({ op: '-', line: x[i++]! });
-    else out.push({ op: '+', line: y[j++]! });
-  }
-  while (i < x.length) out.push({ op: '-', line: x[i++]! });
-  while (j < y.length) out.push({ op: '+', line: y[j++]! });
-  return out;
 }
 
 /** Unchanged lines shown around each change; longer unchanged runs fold into one line. */
