@@ -59,12 +59,16 @@ export const NO_PUBLIC_KEY =
   'cannot verify: no checkpoint public key is configured (the history is pruned and is verified from its signed checkpoint: pass --public-key or set GATEHOUSE_CHECKPOINT_PUBLIC_KEY)';
 
 /**
- * True when the tenant's history is pruned (its events start after seq 1), so verifying it needs
- * the checkpoint public key.
+ * True when the tenant's history is pruned (its events start after seq 1, and a `retention.pruned`
+ * event says why), so verifying it needs the checkpoint public key.
  */
 export async function isPrunedHistory(gatehouse: Gatehouse, tenantId: string): Promise<boolean> {
-  const first = await gatehouse.store.transaction((tx) => tx.firstEventSeq(tenantId));
-  return first !== null && first > 1;
+  // Events missing at the start with no prune in the chain to account for them are a break, which
+  // verify reports as one whatever key is configured: only a prune is waiting for its key.
+  return gatehouse.store.transaction(async (tx) => {
+    const first = await tx.firstEventSeq(tenantId);
+    return first !== null && first > 1 && (await tx.prunedThrough(tenantId)) !== null;
+  });
 }
 
 /** Registers `hold place|release|list`. */

@@ -118,9 +118,12 @@ export function rowToEnvelope(r: Row): HistoryEvent {
   };
 }
 
-/** The same row as verification reads it: the hashed envelope and the values beside it. */
+/**
+ * The same row as verification reads it: the hashed envelope, the values beside it and the
+ * `decision_id` index column, which verification checks against the envelope.
+ */
 export function rowToSealedEvent(r: Row): SealedEvent {
-  return { ...rowToEnvelope(r), values: valuesOfRow(r) };
+  return { ...rowToEnvelope(r), values: valuesOfRow(r), decision_id: strOrNull(r['decision_id']) };
 }
 
 const valuesOfRow = (r: Row) => eventValuesOf(strOrNull(r['value_fields']), numOrNull(r['erased_by']));

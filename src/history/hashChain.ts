@@ -32,7 +32,16 @@ export interface HashedFields {
 export interface SealedEvent extends HistoryEvent {
   /** The event's values row; undefined or null when there is none. */
   values?: EventValues | undefined;
+  /**
+   * The store's `decision_id` index column, which decision lookups use and the hash does not
+   * cover: verification checks it against the decision the hashed data names. Undefined when the
+   * store does not say.
+   */
+  decision_id?: string | null | undefined;
 }
+
+/** The event types a decision's lookups find by their `decision_id` column (appendEvents.ts). */
+const INDEXED_BY_DECISION: ReadonlySet<string> = new Set(['gate_evaluation', 'action_outcome']);
 
 /** SHA-256 (hex) of the canonical JSON of an event's hashed fields and `v: 2`. */
 export function hashEvent(fields: HashedFields): string {
@@ -141,10 +150,12 @@ export async function verifyChain(
       }
       if (event.seq !== expectedSeq) return fail(`expected seq ${expectedSeq}, found ${event.seq}`);
       if (event.prev_hash !== prev) return fail(`event ${event.event_id} does not link to the previous hash`);
-      const { values: _values, ...stored } = event;
+      const { values: _values, decision_id: _decision, ...stored } = event;
       if (hashEvent({ tenant_id: tenantId, ...stored }) !== event.hash) {
         return fail(`event ${event.event_id} was altered: its hash does not match its content`);
       }
+      const indexProblem = decisionIndexProblem(event);
+      if (indexProblem !== null) return fail(indexProblem);
       if (anchor !== undefined && event.seq === anchor.seq && event.hash !== anchor.hash) {
         return fail(`event ${event.event_id} is not the event the checkpoint at seq ${anchor.seq} names`);
       }
@@ -168,13 +179,32 @@ export async function verifyChain(
   }
   verifiedFields -= erased.length;
   if (anchor !== undefined && expectedSeq <= anchor.seq) {
-    return result(false, null, `the chain ends before the checkpoint at seq ${anchor.seq}`);
+    // The first event missing: the checkpoint proves the chain reached its seq.
+    return result(false, expectedSeq, `the chain ends before the checkpoint at seq ${anchor.seq}`);
   }
   for (const [by, fields] of claims) {
     const first = Number(fields[0]!.split(' ')[0]);
     return result(false, first, `values erased by seq ${by}, which is not an erasure event naming them`);
   }
   return result(true, null, null);
+}
+
+/**
+ * Why an event's `decision_id` column disagrees with its hashed data, or null. A decision is
+ * looked up by that column (`GET /v1/decisions/{id}`, an outcome report): pointed at another
+ * event it would answer that event's verdict; cleared, it would hide the decision. A decision's
+ * evaluation and outcome must carry the ID their data names; any other event, none or the same.
+ */
+function decisionIndexProblem(event: SealedEvent): string | null {
+  const column = event.decision_id;
+  if (column === undefined) return null;
+  const named = event.data['decision_id'];
+  if (
+    column === null ? !(INDEXED_BY_DECISION.has(event.type) && typeof named === 'string') : column === named
+  ) {
+    return null;
+  }
+  return `event ${event.event_id}'s decision_id column does not name the decision its data names`;
 }
 
 /** Checks an event's kept values against its commitments; records erased ones. */
