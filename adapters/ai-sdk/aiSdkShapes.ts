@@ -32,7 +32,7 @@ export interface ToolApprovalCall<RUNTIME_CONTEXT = unknown> {
 
 /** What v7 hands `onToolExecutionEnd` (`ToolExecutionEndEvent`), as far as the gate reads it. */
 export interface ToolExecutionEndLike {
-  toolCall: { toolCallId: string };
+  toolCall: { toolCallId: string; toolName: string };
   toolOutput: { type: string; error?: unknown };
 }
 

@@ -7,12 +7,12 @@ import { type Decision, GatehouseError, toGatehouseError } from '../../src/index
 import {
   ActionBlockedError,
   CallMemory,
+  callKey,
   checkSessionOption,
   decideToolCall,
   isHeld,
   jsonParams,
   OutcomeReports,
-  paramsKey,
   reportError,
   type SessionOption,
   sessionOf,
@@ -36,10 +36,8 @@ export interface GatedTools<TOOLS> {
   flush(): Promise<void>;
 }
 
-/** What `needsApproval` decided, for the `execute` of the same call. */
+/** What `needsApproval` decided, for the `execute` of the same call (kept under its {@link callKey}). */
 interface Decided {
-  /** The params it was decided on: `execute` uses it only for the same arguments. */
-  key: string;
   decision?: Decision;
   error?: unknown;
 }
@@ -107,45 +105,45 @@ function gateTool(
     const { toolCallId } = callOptions;
     // A replayed approval runs the tool unless this says false (v6) or denied (v7): execute decides.
     if (isApprovalReplay(callOptions.messages, toolCallId)) return true;
-    let key = '';
+    let key: string | undefined;
     let decision: Decision;
     try {
-      const params = jsonParams(input);
-      key = paramsKey(params);
-      decision = await decideToolCall(options, {
-        sessionId: sessionFor(callOptions),
-        action,
-        params,
-        toolCallId,
-      });
+      const call = { sessionId: sessionFor(callOptions), action, params: jsonParams(input), toolCallId };
+      key = callKey(call);
+      decision = await decideToolCall(options, call);
     } catch (error) {
       // execute refuses the call with the reason; asking a person would show them nothing to approve.
-      decided.set(toolCallId, { key, error });
+      if (key !== undefined) decided.set(key, { error });
       return false;
     }
     if (isHeld(decision)) return true;
-    decided.set(toolCallId, { key, decision });
-    if (decision.verdict === 'Block') return false;
+    if (decision.verdict === 'Block') {
+      decided.set(key, { decision });
+      return false;
+    }
     // Gatehouse allows it; a tool that asks for a person of its own still does.
-    return typeof ownApproval === 'function' ? ownApproval(input, callOptions) : ownApproval === true;
+    const asksPerson =
+      typeof ownApproval === 'function' ? await ownApproval(input, callOptions) : ownApproval === true;
+    // Only a call that runs now keeps this decision: a replay, after the person, is decided afresh
+    // (the state or the policy may have changed meanwhile).
+    if (!asksPerson) decided.set(key, { decision });
+    return asksPerson;
   };
 
   const gatedExecute = async (input: unknown, callOptions: ToolExecutionOptionsLike): Promise<unknown> => {
     const { toolCallId } = callOptions;
     let decision: Decision;
     try {
-      const params = jsonParams(input);
-      const earlier = decided.take(toolCallId);
-      if (earlier !== undefined && earlier.key === paramsKey(params)) {
+      const call = { sessionId: sessionFor(callOptions), action, params: jsonParams(input), toolCallId };
+      // What needsApproval decided for exactly this call: same ID, session, tool and arguments.
+      const earlier = decided.take(callKey(call));
+      if (earlier !== undefined) {
         if (earlier.error !== undefined) throw earlier.error;
         decision = earlier.decision!;
       } else {
         // A replayed approval, or a call needsApproval did not see: the approval request exists
         // already (or is not this hook's to make), so only onWarn applies.
-        decision = await decideToolCall(
-          { backend: options.backend, onWarn: options.onWarn },
-          { sessionId: sessionFor(callOptions), action, params, toolCallId },
-        );
+        decision = await decideToolCall({ backend: options.backend, onWarn: options.onWarn }, call);
       }
     } catch (error) {
       reportError(options.onError, error, { stage: 'evaluate', action, toolCallId });

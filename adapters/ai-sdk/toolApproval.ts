@@ -66,8 +66,11 @@ export function gatehouseToolApproval<RUNTIME_CONTEXT = unknown>(
 ): GatehouseToolApproval<RUNTIME_CONTEXT> {
   checkSessionOption(options, 'gatehouseToolApproval');
   const outcomes = new OutcomeReports(options);
-  // The decision that let each call through, for the outcome report after it ran.
+  // The decision that let each call through, for the outcome report after it ran: under the tool's
+  // name too, as the model may give one ID to calls of two tools in a step. Not under the input,
+  // which the tool may change while it runs.
   const running = new CallMemory<string>();
+  const runningKey = (toolName: string, toolCallId: string) => `${toolName}\u0000${toolCallId}`;
 
   const approve = async (call: ToolApprovalCall<RUNTIME_CONTEXT>): Promise<ToolApprovalVerdict> => {
     const { toolCallId, toolName: action } = call.toolCall;
@@ -90,10 +93,10 @@ export function gatehouseToolApproval<RUNTIME_CONTEXT = unknown>(
     }
     switch (decision.verdict) {
       case 'Allow':
-        running.set(toolCallId, decision.decision_id);
+        running.set(runningKey(action, toolCallId), decision.decision_id);
         return { type: 'not-applicable' };
       case 'Warn':
-        running.set(toolCallId, decision.decision_id);
+        running.set(runningKey(action, toolCallId), decision.decision_id);
         return { type: 'approved', reason: decision.reason };
       case 'Block':
         if (!isHeld(decision)) return { type: 'denied', reason: decision.reason };
@@ -109,7 +112,7 @@ export function gatehouseToolApproval<RUNTIME_CONTEXT = unknown>(
   };
 
   const onToolExecutionEnd = (event: ToolExecutionEndLike): void => {
-    const decisionId = running.take(event.toolCall.toolCallId);
+    const decisionId = running.take(runningKey(event.toolCall.toolName, event.toolCall.toolCallId));
     if (decisionId === undefined) return;
     if (event.toolOutput.type === 'tool-error') outcomes.failed(decisionId, event.toolOutput.error);
     else outcomes.succeeded(decisionId);

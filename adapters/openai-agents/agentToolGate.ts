@@ -19,15 +19,16 @@ import {
   ToolGuardrailFunctionOutputFactory,
   type ToolOutputGuardrailDefinition,
 } from '@openai/agents-core';
+import { getToolInvocationApproval } from '@openai/agents-core/utils/internal';
 import type { Decision } from '../../src/index.js';
 import {
   CallMemory,
+  callKey,
   decideToolCall,
   isHeld,
   jsonParams,
   notReleasedReason,
   OutcomeReports,
-  paramsKey,
   reportError,
   type SessionOption,
   sessionOf,
@@ -50,19 +51,27 @@ export const GUARDRAIL_NAME = 'gatehouse';
  */
 const DEFAULT_TOOL_ERROR_TEXT = 'An error occurred while running the tool. Please try again.';
 
-/** What `needsApproval` decided for a call, for the input guardrail of the same call. */
+/** What `needsApproval` decided for a call, for the input guardrail of the same call (under its `callKey`). */
 interface Asked {
-  /** The params it was decided on: the guardrail uses it only for the same arguments. */
-  key: string;
   decision?: Decision;
   error?: unknown;
   /** `needsApproval` answered true: the run pauses for a person before the tool. */
   interrupting: boolean;
+  /**
+   * It was asked after the call was approved in the run (a restored state asks again and ignores
+   * the answer): its decision is this pass's, and may have used Gatehouse's release up already.
+   */
+  afterApproval?: boolean;
 }
 
 type AnyContext = RunContext<unknown>;
 type Verdict = Promise<ToolGuardrailFunctionOutput>;
 type NeedsApproval = (runContext: AnyContext, input: unknown, callId?: string) => Promise<boolean>;
+
+/** Where {@link AgentToolGate} keeps the decision of a call that is running. */
+function runningKey(sessionId: string, callId: string): string {
+  return `${sessionId}\u0000${callId}`;
+}
 
 /** Tools this module made: gating one twice would double every evaluation. */
 const gatedTools = new WeakSet<object>();
@@ -77,7 +86,8 @@ export class AgentToolGate {
   readonly #options: GateAgentToolsOptions<never>;
   readonly outcomes: OutcomeReports;
   readonly #asked = new CallMemory<Asked>();
-  // The decision that let each call through, for the outcome report after it ran.
+  // The decision that let each call through, for the outcome report after it ran: under the run's
+  // session too, as two runs of one gate may get the same call ID from their models.
   readonly #running = new CallMemory<string>();
   readonly #outcomeGuardrail: ToolOutputGuardrailDefinition<unknown>;
 
@@ -86,8 +96,8 @@ export class AgentToolGate {
     this.outcomes = new OutcomeReports(options);
     this.#outcomeGuardrail = defineToolOutputGuardrail({
       name: GUARDRAIL_NAME,
-      run: async ({ toolCall, output }) => {
-        this.reportOutcome(toolCall.callId, output);
+      run: async ({ context, toolCall, output }) => {
+        this.reportOutcome(context, toolCall.callId, output);
         return ToolGuardrailFunctionOutputFactory.allow();
       },
     });
@@ -107,9 +117,17 @@ export class AgentToolGate {
       this.#needsApproval(action, own, runContext, input, callId);
     const inputGuardrail = defineToolInputGuardrail<unknown>({
       name: GUARDRAIL_NAME,
-      run: ({ context, toolCall }) =>
-        this.#enforce(action, context, toolCall.callId, () =>
-          argumentsToolRunsWith(gated as ParsingTool, toolCall.arguments),
+      run: ({ context, agent, toolCall }) =>
+        this.#enforce(
+          action,
+          context,
+          toolCall.callId,
+          () => argumentsToolRunsWith(gated as ParsingTool, toolCall.arguments),
+          {
+            // Asked the way the runner asks: a tool in a namespace is approved under its namespaced
+            // key, which a lookup by its bare name misses (and then took an approval for "not yet").
+            approvedInRun: () => getToolInvocationApproval(context, agent, gated, toolCall) === true,
+          },
         ),
     });
     Object.assign(gated, {
@@ -153,7 +171,10 @@ export class AgentToolGate {
       context,
       toolCall.callId,
       () => jsonParams(toolCall.arguments === '' ? {} : JSON.parse(toolCall.arguments)),
-      true,
+      {
+        announce: true,
+        approvedInRun: () => context.isToolApproved({ toolName: action, callId: toolCall.callId }) === true,
+      },
     );
   }
 
@@ -168,22 +189,22 @@ export class AgentToolGate {
     // request exists, so it is not announced twice.
     const approvedInRun =
       callId !== undefined && runContext.isToolApproved({ toolName: action, callId }) === true;
-    let key = '';
-    const remember = (asked: Omit<Asked, 'key'>) => {
-      if (callId !== undefined) this.#asked.set(callId, { key, ...asked });
+    let key: string | undefined;
+    const remember = (asked: Asked) => {
+      if (callId !== undefined && key !== undefined) this.#asked.set(key, asked);
     };
     let decision: Decision;
     try {
-      const params = jsonParams(input);
-      key = paramsKey(params);
+      const call = {
+        sessionId: sessionOf(this.#options, runContext as never, action),
+        action,
+        params: jsonParams(input),
+        toolCallId: callId,
+      };
+      key = callKey(call);
       decision = await decideToolCall(
         approvedInRun ? { backend: this.#options.backend, onWarn: this.#options.onWarn } : this.#options,
-        {
-          sessionId: sessionOf(this.#options, runContext as never, action),
-          action,
-          params,
-          toolCallId: callId,
-        },
+        call,
       );
     } catch (error) {
       // The input guardrail refuses it with the reason: a person would have nothing to approve.
@@ -200,7 +221,7 @@ export class AgentToolGate {
     }
     // Gatehouse allows it; a tool that asks for a person of its own still does.
     const interrupting = await own(runContext, input, callId);
-    remember({ decision, interrupting });
+    remember({ decision, interrupting, afterApproval: approvedInRun });
     return interrupting;
   }
 
@@ -210,14 +231,26 @@ export class AgentToolGate {
     context: AnyContext,
     callId: string,
     params: () => Record<string, unknown>,
-    announce = false,
+    how: { announce?: boolean; approvedInRun: () => boolean },
   ): Verdict {
-    const approvedInRun = context.isToolApproved({ toolName: action, callId }) === true;
-    const asked = this.#asked.take(callId);
+    const { announce = false } = how;
+    let approvedInRun = false;
     let decision: Decision;
+    let sessionId: string;
     try {
-      if (asked !== undefined && !asked.interrupting && asked.key === paramsKey(params())) {
-        // needsApproval has just decided this call, and the runner goes straight on to the tool.
+      approvedInRun = how.approvedInRun();
+      sessionId = sessionOf(this.#options, context as never, action);
+      const call = {
+        sessionId,
+        action,
+        params: params(),
+        toolCallId: callId,
+      };
+      // What needsApproval learned about exactly this call: same ID, session, tool and arguments.
+      const asked = this.#asked.take(callKey(call));
+      if (asked !== undefined && (!asked.interrupting || (asked.afterApproval && approvedInRun))) {
+        // needsApproval has just decided this call, and the runner goes straight on to the tool
+        // (deciding again would find the release it has just used, and refuse the call).
         if (asked.error !== undefined) throw asked.error;
         decision = asked.decision!;
       } else if (asked?.interrupting && !approvedInRun) {
@@ -229,12 +262,7 @@ export class AgentToolGate {
         // Gatehouse's own release lets it through, and this evaluation uses it up.
         decision = await decideToolCall(
           announce ? this.#options : { backend: this.#options.backend, onWarn: this.#options.onWarn },
-          {
-            sessionId: sessionOf(this.#options, context as never, action),
-            action,
-            params: params(),
-            toolCallId: callId,
-          },
+          call,
         );
       }
     } catch (error) {
@@ -244,7 +272,7 @@ export class AgentToolGate {
     switch (decision.verdict) {
       case 'Allow':
       case 'Warn':
-        this.#running.set(callId, decision.decision_id);
+        this.#running.set(runningKey(sessionId, callId), decision.decision_id);
         return ToolGuardrailFunctionOutputFactory.allow({ decision_id: decision.decision_id });
       case 'Block':
         return ToolGuardrailFunctionOutputFactory.rejectContent(
@@ -259,8 +287,14 @@ export class AgentToolGate {
   }
 
   /** Records the outcome of a call this gate let through (from an output guardrail). */
-  reportOutcome(callId: string, output: unknown): void {
-    const decisionId = this.#running.take(callId);
+  reportOutcome(context: AnyContext, callId: string, output: unknown): void {
+    let sessionId: string;
+    try {
+      sessionId = sessionOf(this.#options, context as never, 'outcome');
+    } catch {
+      return; // no session, so no call of this gate ran
+    }
+    const decisionId = this.#running.take(runningKey(sessionId, callId));
     if (decisionId === undefined) return;
     if (output === DEFAULT_TOOL_ERROR_TEXT) this.outcomes.failed(decisionId, output);
     else this.outcomes.succeeded(decisionId);

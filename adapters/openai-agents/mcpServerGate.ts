@@ -40,8 +40,8 @@ export function gateMcpServer(server: MCPServer, agent: object, gate: AgentToolG
     });
     const outputGuardrail = defineToolOutputGuardrail({
       name: GUARDRAIL_NAME,
-      run: async ({ agent: caller, toolCall, output }) => {
-        gatesOfServer.get(caller)?.reportOutcome(toolCall.callId, output);
+      run: async ({ context, agent: caller, toolCall, output }) => {
+        gatesOfServer.get(caller)?.reportOutcome(context, toolCall.callId, output);
         return ToolGuardrailFunctionOutputFactory.allow();
       },
     });

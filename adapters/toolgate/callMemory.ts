@@ -5,6 +5,8 @@
  * never comes (the run was aborted, a person never answered) is dropped once newer calls push it
  * out, so a long-lived gate does not grow.
  */
+import { createHash } from 'node:crypto';
+import stringify from 'safe-stable-stringify';
 
 /** How many calls a memory keeps at most. */
 const MAX_ENTRIES = 1000;
@@ -29,4 +31,20 @@ export class CallMemory<T> {
     this.#entries.delete(toolCallId);
     return value;
   }
+}
+
+/**
+ * The key a {@link CallMemory} keeps a call under: its ID, session, tool and arguments. The model
+ * chooses call IDs, and one gate serves many runs: two calls may share an ID (in one step, or in
+ * two chats at once), and what one hook learned about a call must reach the later hook of that
+ * call only — never another tool's, another session's, or other arguments'.
+ */
+export function callKey(call: {
+  sessionId: string;
+  action: string;
+  params: Record<string, unknown>;
+  toolCallId?: string | undefined;
+}): string {
+  const text = stringify([call.toolCallId ?? null, call.sessionId, call.action, call.params]) ?? '';
+  return createHash('sha256').update(text).digest('base64url');
 }

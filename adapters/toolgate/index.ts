@@ -4,9 +4,9 @@
  * reports after it. Framework-free: no face's dependencies are imported here.
  */
 export { ActionBlockedError, isActionBlockedError } from './actionBlockedError.js';
-export { CallMemory } from './callMemory.js';
+export { CallMemory, callKey } from './callMemory.js';
 export { type GateBackend, inProcessBackend } from './gateBackend.js';
-export { jsonParams, paramsKey } from './jsonParams.js';
+export { jsonParams } from './jsonParams.js';
 export {
   type GateErrorContext,
   type OutcomeReportOptions,

@@ -2,7 +2,6 @@
  * The arguments a tool runs with, as the JSON object `evaluate` takes as `params` and the history
  * records.
  */
-import stringify from 'safe-stable-stringify';
 
 /**
  * The JSON form of a tool's parsed input: a date as its ISO string, a bigint as its decimal
@@ -19,9 +18,4 @@ export function jsonParams(input: unknown): Record<string, unknown> {
   return json !== null && typeof json === 'object' && !Array.isArray(json)
     ? (json as Record<string, unknown>)
     : { input: json };
-}
-
-/** A canonical text of `params`: equal for equal JSON, whatever the key order. */
-export function paramsKey(params: Record<string, unknown>): string {
-  return stringify(params) ?? '';
 }
