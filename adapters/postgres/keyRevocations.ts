@@ -19,12 +19,22 @@ export const REVOKE_AND_NOTIFY = `WITH revoked AS (
 
 /** Reconnects after this long when the listening connection failed. */
 const RETRY_MS = 1000;
+/**
+ * The listening connection is asked a trivial query this often. A connection that died without a
+ * word (a failover, a firewall dropping idle flows, a host gone) delivers no NOTIFY and no error
+ * either: only an unanswered question tells.
+ */
+const HEARTBEAT_MS = 1000;
+/** A question unanswered this long: the connection is taken for dead, and the cache is no longer trusted. */
+const SILENT_MS = 3000;
 
 /** The part of `pg.Client` a listener uses. */
 interface ListenerClient {
   connect(): Promise<unknown>;
   query(text: string): Promise<unknown>;
   end(): Promise<void>;
+  /** The socket (pg's pure-JS client): destroyed when the server went silent, as `end` would wait for it. */
+  connection?: { stream?: { destroy?: () => void } };
   on(event: 'notification', listener: (message: { channel: string; payload?: string }) => void): unknown;
   on(event: 'error' | 'end', listener: (error?: Error) => void): unknown;
 }
@@ -46,6 +56,9 @@ export class KeyRevocationListener {
   #starting: Promise<void> | undefined;
   #closed = false;
   #retry: ReturnType<typeof setTimeout> | undefined;
+  #heartbeat: ReturnType<typeof setInterval> | undefined;
+  /** When the unanswered heartbeat was sent (`performance.now()`), if one is. */
+  #askedAt: number | undefined;
   /** Waiting for the next notification of this schema (a revocation of this store waits for its own echo). */
   #waiters: Array<() => void> = [];
 
@@ -53,9 +66,16 @@ export class KeyRevocationListener {
     this.#options = options;
   }
 
-  /** True while revocations are heard: only then may keys be cached. */
+  /**
+   * True while revocations are heard: only then may keys be cached. A heartbeat unanswered for
+   * {@link SILENT_MS} ends it at once, before the timer that drops the connection runs.
+   */
   get listening(): boolean {
-    return this.#listening;
+    return this.#listening && !this.#silent();
+  }
+
+  #silent(): boolean {
+    return this.#askedAt !== undefined && performance.now() - this.#askedAt >= SILENT_MS;
   }
 
   /**
@@ -107,11 +127,12 @@ export class KeyRevocationListener {
       application_name: `gatehouse-keys:${this.#options.schema}`,
     });
     this.#client = client;
-    const failed = (error?: Error) => {
+    const failed = (error?: Error, silent = false) => {
       if (this.#client !== client) return;
       this.#client = undefined;
       this.#stopped();
       if (error) this.#options.onError?.(error);
+      if (silent) client.connection?.stream?.destroy?.();
       client.end().catch(() => undefined);
       if (!this.#closed) {
         this.#retry = setTimeout(() => {
@@ -133,7 +154,24 @@ export class KeyRevocationListener {
     try {
       await client.connect();
       await client.query(`LISTEN ${KEY_CHANNEL}`);
-      if (this.#client === client && !this.#closed) this.#listening = true;
+      if (this.#client === client && !this.#closed) {
+        this.#listening = true;
+        this.#heartbeat = setInterval(() => {
+          if (this.#silent()) {
+            failed(new Error(`The LISTEN connection answered nothing for ${SILENT_MS} ms.`), true);
+          } else if (this.#askedAt === undefined) {
+            this.#askedAt = performance.now();
+            client.query('SELECT 1').then(
+              () => {
+                if (this.#client === client) this.#askedAt = undefined;
+              },
+              // The connection's own 'error' or 'end' reports it.
+              () => undefined,
+            );
+          }
+        }, HEARTBEAT_MS);
+        this.#heartbeat.unref?.();
+      }
     } catch (error) {
       failed(error as Error);
     }
@@ -143,6 +181,9 @@ export class KeyRevocationListener {
   #stopped(): void {
     const was = this.#listening;
     this.#listening = false;
+    clearInterval(this.#heartbeat);
+    this.#heartbeat = undefined;
+    this.#askedAt = undefined;
     if (was) this.#options.onRevoked();
     const waiters = this.#waiters;
     this.#waiters = [];

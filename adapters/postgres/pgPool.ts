@@ -33,11 +33,18 @@ export interface PostgresClient extends PostgresQueryable {
   release(error?: Error | boolean): void;
 }
 
+/** A connection as the pool's `'connect'` event hands it out: it can be listened to. */
+export interface PostgresConnection extends PostgresClient {
+  on(event: 'error', listener: (error: Error) => void): unknown;
+}
+
 /** A `pg.Pool`, as far as Gatehouse uses it. */
 export interface PostgresPool extends PostgresQueryable {
   connect(): Promise<PostgresClient>;
   end(): Promise<void>;
   on(event: 'error', listener: (error: Error) => void): unknown;
+  /** Each new connection, once, before it is first handed out. */
+  on(event: 'connect', listener: (client: PostgresConnection) => void): unknown;
 }
 
 /** The settings Gatehouse passes to `new pg.Pool`. */

@@ -49,6 +49,7 @@ import { apiKeyValues, num, type Row, str } from '../sql/rows.js';
 import * as sql from '../sql/statements.js';
 import type { DeferredWrite } from '../sql/storeOperations.js';
 import * as operations from '../sql/storeOperations.js';
+import { reportDisconnectsAsUnavailable } from './connectionErrors.js';
 import { claimDueDeliveries, insertItemVersions, postgresDialect } from './dialect.js';
 import { ItemReads } from './itemReads.js';
 import { KeyRevocationListener, REVOKE_AND_NOTIFY } from './keyRevocations.js';
@@ -333,6 +334,13 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   });
   const onError = options.onError;
   pool.on('error', (error) => onError?.(error));
+  // pg-pool listens for errors only on idle connections: a connection dropped while checked out
+  // (a terminated backend mid-transaction, a failover) would emit an 'error' nobody hears, which
+  // crashes the process. The query in flight is rejected with the same failure, so it is reported
+  // there (as `unavailable`); this listener only keeps the event from being unhandled.
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+  });
   if (options.migrate ?? true) {
     try {
       await migrate(pool, schema);
@@ -341,7 +349,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       throw error;
     }
   }
-  return createPostgresStore(pool, schema, options);
+  return reportDisconnectsAsUnavailable(createPostgresStore(pool, schema, options));
 }
 
 /** How long a revocation waits for its own NOTIFY to come back before it returns anyway. */

@@ -315,6 +315,15 @@ class SqliteStoreImpl implements SqliteStore {
     const tx = operations.createSqlTx(this.#executor, sqliteDialect);
     this.#txApi = {
       ...tx,
+      // The write lock is the database's: an item needs no lock of its own, and a session whose
+      // items are cached (valid from BEGIN IMMEDIATE on, dropped by every write below) needs no
+      // statement to read one (an evaluation checks again what it read: staleReads.ts).
+      lockItem: async (t, s, k) => {
+        const cached = this.#itemsCache.get(sessionCacheKey(t, s));
+        if (cached === undefined) return tx.lockItem(t, s, k);
+        const item = cached.find((i) => i.key === k);
+        return item === undefined ? null : { ...item };
+      },
       insertItemVersion: (t, item) => {
         this.#forgetSession(t, item.session_id);
         return tx.insertItemVersion(t, item);

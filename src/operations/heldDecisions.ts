@@ -16,6 +16,7 @@ import { maskDecision, maskSecrets } from '../state/maskSecrets.js';
 import type { StoreTx } from '../store.js';
 import type { EventDraft } from './appendEvents.js';
 import type { OperationContext } from './operationContext.js';
+import { assertUnchanged, type ItemRead } from './staleReads.js';
 
 /** What {@link settleHeldDecision} needs from the evaluation. */
 export interface HeldEvaluation {
@@ -32,6 +33,8 @@ export interface HeldEvaluation {
   secrets: ReadonlySet<string>;
   /** IDs of the session's open conflicts the evaluation saw. */
   openConflicts: readonly string[];
+  /** The items the decision depends on, as read: checked again in the transaction. */
+  read: readonly ItemRead[];
 }
 
 /** True when a pending or approved approval is past its `expires_at` at `now`. */
@@ -126,6 +129,7 @@ export async function settleHeldDecision(shared: OperationContext, held: HeldEva
     // Every event writer of the tenant takes this lock anyway; taking it first makes "find the
     // approval, then consume or create it" one step across instances.
     await tx.lockChainHead(tenantId);
+    await assertUnchanged(tx, tenantId, base.session_id, held.read);
     const before: EventDraft[] = [];
     const after: EventDraft[] = [];
     let live = await tx.latestApprovalByDigest(tenantId, digest);

@@ -60,7 +60,7 @@ export interface OperationContext {
   tenantTransaction<T>(
     tenantId: string,
     fn: (tx: StoreTx) => Promise<T>,
-    options?: Pick<TransactionOptions, 'rerunnable'>,
+    options?: Pick<TransactionOptions, 'rerunnable' | 'items'>,
   ): Promise<T>;
   /** {@link tenantTransaction} that will lock `item`: the store may lock and read it up front. */
   itemTransaction<T>(
@@ -128,7 +128,7 @@ export function createOperationContext(options: GatehouseOptions): OperationCont
   const tenantTransaction = <T>(
     tenantId: string,
     fn: (tx: StoreTx) => Promise<T>,
-    options?: Pick<TransactionOptions, 'rerunnable'>,
+    options?: Pick<TransactionOptions, 'rerunnable' | 'items'>,
   ) => transaction(fn, { ...options, tenantId });
   const itemTransaction = <T>(
     tenantId: string,
