@@ -106,6 +106,8 @@ export interface LiteralCall {
   readonly expression: string;
   /** The offset of the literal in the expression it was found in. */
   readonly offset: number;
+  /** The pattern, for a `matches()` call. */
+  readonly pattern?: string;
 }
 
 const LITERAL_CONVERSIONS = new Set(['timestamp', 'duration']);
@@ -122,7 +124,11 @@ export function findLiteralCalls(ast: ASTNode): LiteralCall[] {
     if (name === 'matches') {
       const pattern = patternOf(node);
       if (isStringLiteral(pattern)) {
-        calls.push({ expression: `''.matches(${literalSource(pattern)})`, offset: offsetOf(pattern) });
+        calls.push({
+          expression: `''.matches(${literalSource(pattern)})`,
+          offset: offsetOf(pattern),
+          pattern: pattern.args,
+        });
       }
     } else if (node.op === 'call' && typeof name === 'string' && LITERAL_CONVERSIONS.has(name)) {
       const callArgs = (node.args as unknown[])[1];
@@ -209,14 +215,28 @@ function literalSize(node: unknown): number {
   return 1;
 }
 
+/** The timestamp methods that take a time zone, and convert to it on every call. */
+const ZONED_METHODS = new Set([
+  'getDate',
+  'getDayOfMonth',
+  'getDayOfWeek',
+  'getDayOfYear',
+  'getFullYear',
+  'getHours',
+  'getMinutes',
+  'getMonth',
+  'getSeconds',
+]);
+
 /** Binary operators that go through their operands (deep equality, ordering, concatenation). */
 const SCANNING_OPERATORS = new Set(['==', '!=', '<', '<=', '>', '>=', '+']);
 
 /**
  * The nodes whose values an evaluation must pay for beyond the operation itself, with their
  * {@link CostedAs} flags: operands scanned by an operator or a function, comprehension ranges,
- * the right side of `in`, the argument of `size()`, and what functions and `+` build. Field
- * access, indexing, `has()`, `cel.bind()` and logic read a value without going through it.
+ * the right side of `in`, the argument of `size()`, what functions and `+` build, timestamp
+ * methods given a time zone and the subject of `matches()`. Field access, indexing, `has()`, `cel.bind()` and logic read a value
+ * without going through it.
  */
 export function findCostedNodes(ast: ASTNode): [object, number][] {
   const found: [object, number][] = [];
@@ -242,6 +262,12 @@ export function findCostedNodes(ast: ASTNode): [object, number][] {
         for (const operand of [receiver, ...callArgs])
           if (isAstNode(operand)) found.push([operand, CostedAs.scanned]);
         found.push([node, CostedAs.built]);
+        if (node.op === 'rcall' && callArgs.length === 1 && ZONED_METHODS.has(name as string)) {
+          found.push([node, CostedAs.zoned]);
+        }
+        // `s.matches(p)` or `matches(s, p)`: the subject is charged before the pattern runs.
+        const subject = name !== 'matches' ? undefined : node.op === 'rcall' ? receiver : callArgs[0];
+        if (isAstNode(subject)) found.push([subject, CostedAs.matched]);
       }
     }
     return true;

@@ -12,7 +12,9 @@
  *   value an operation scans: operands of `==`, `!=`, `<`…, `+`, of `in` when it is a list, and
  *   every function argument (`contains()`, `matches()`, `join()`, `split()`…); `size()` of a
  *   string or map;
- * - each element or 64 characters of every list or string a function or `+` yields (it was built).
+ * - each element or 64 characters of every list or string a function or `+` yields (it was built);
+ * - {@link ZONED_CALL_UNITS} for each call of a timestamp method given a time zone;
+ * - the square of a `matches()` subject's length, / {@link MATCH_SQUARE_DIVISOR}.
  *
  * Reading a variable, a field or an element costs one unit whatever its size: only what an
  * operation goes through is charged, so `params.items.exists(i, i.sku == params.sku)` over the
@@ -62,7 +64,30 @@ export const CostedAs = {
   membership: 8,
   /** The argument of `size()`: a string's or map's size (a list knows its length). */
   sized: 16,
+  /** A timestamp method given a time zone: {@link ZONED_CALL_UNITS}, before it runs. */
+  zoned: 32,
+  /** The subject of `matches()`: its length squared / {@link MATCH_SQUARE_DIVISOR}. */
+  matched: 64,
 } as const;
+
+/**
+ * What a `matches()` subject costs: its length (UTF-16 units) squared, divided by this. V8's
+ * backtracking engine retries the pattern from every position, so ordinary patterns
+ * (`[a-z]+@corp`, `.*password.*`) take time quadratic in the subject: about 200 ms on 16 KiB,
+ * linear-time fallback or not (its backtracking counter does not see these loops). Charged once
+ * the subject is known, before the call: a subject of 16 KiB would cost a million units, and never
+ * runs; one of 1 KiB costs 4,096.
+ */
+export const MATCH_SQUARE_DIVISOR = 256;
+
+/**
+ * What a timestamp method given a time zone costs (`now.getHours('Europe/Paris')`): cel-js
+ * converts through `toLocaleString`, which builds a formatter on every call, 100–300 µs, as much
+ * as a few thousand operations. Charged before the call, so a zone that does not exist (an error
+ * a comprehension may absorb) pays too. At this price the budget holds 200 conversions: a rule
+ * converting once per element of an agent's list ran 0.7 s on the largest params.
+ */
+export const ZONED_CALL_UNITS = 2_500;
 
 const costedNodes = new WeakMap<object, number>();
 
@@ -101,6 +126,9 @@ class CostMeter {
     if (flags & CostedAs.built) units += shallowSize(value);
     if (flags & CostedAs.range) units += entryCount(value);
     if (flags & CostedAs.sized && !Array.isArray(value)) units += shallowSize(value) + entryCount(value);
+    if (flags & CostedAs.matched && typeof value === 'string') {
+      units += Math.floor((value.length * value.length) / MATCH_SQUARE_DIVISOR);
+    }
     if (flags & CostedAs.scanned || (flags & CostedAs.membership && Array.isArray(value))) {
       units += deepSize(value, this.#left);
     }
@@ -249,9 +277,9 @@ export function installCostMeter(environment: Environment): void {
   evaluator.run = function meteredRun(this: CelEvaluator, ast, ctx) {
     const meter = running;
     if (meter === undefined) return run.call(this, ast, ctx);
-    meter.charge(1);
-    const value = run.call(this, ast, ctx);
     const flags = costedNodes.get(ast as object);
+    meter.charge(flags !== undefined && flags & CostedAs.zoned ? 1 + ZONED_CALL_UNITS : 1);
+    const value = run.call(this, ast, ctx);
     if (flags !== undefined) meter.chargeValue(flags, value);
     return value;
   };

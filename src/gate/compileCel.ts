@@ -20,6 +20,7 @@ import {
 import { CEL_COST_LIMIT, markCostedNodes, runMetered } from './celCostLimit.js';
 import { celEnvironment } from './celEnvironment.js';
 import { celErrorSummary } from './celMessages.js';
+import { findNonLinearPattern } from './linearPattern.js';
 
 /**
  * How deep an expression's syntax tree may nest. The library checks and evaluates recursively, so
@@ -115,6 +116,14 @@ export function compileCel(source: string, options: { bool: boolean }): CelCompi
       return {
         ok: false,
         message: `${celErrorSummary(error)}; this would fail on every evaluation`,
+        offset: call.offset,
+      };
+    }
+    const nonLinear = call.pattern === undefined ? undefined : findNonLinearPattern(call.pattern);
+    if (nonLinear !== undefined) {
+      return {
+        ok: false,
+        message: `This matches() pattern cannot run in linear time: ${nonLinear.message}; backtracking on it could stall the service`,
         offset: call.offset,
       };
     }

@@ -24,7 +24,7 @@ import {
   policySchema,
 } from './policySchema.js';
 import type { CompiledRequirement } from './requirementChecks.js';
-import { yamlDocumentErrors, yamlDocumentWarnings } from './yamlDocumentProblems.js';
+import { aliasExpansionProblem, yamlDocumentErrors, yamlDocumentWarnings } from './yamlDocumentProblems.js';
 
 /** Options for {@link compilePolicy}. */
 export interface CompilePolicyOptions {
@@ -62,6 +62,8 @@ export function compilePolicy(yamlText: string, options: CompilePolicyOptions = 
     const message = `YAML error: ${error instanceof Error ? error.message : String(error)}`;
     throw invalidPolicyError([{ path: [], message, offset: 0 }], lineCounter, options.source);
   }
+  const expansion = aliasExpansionProblem(raw, yamlText.length);
+  if (expansion) throw invalidPolicyError([expansion], lineCounter, options.source);
   const parsed = policySchema.safeParse(raw);
   const problems: PolicyProblem[] = yamlDocumentWarnings(document, yamlText);
   if (!parsed.success) {

@@ -13,7 +13,12 @@ import { celErrorSummary, celTypeName } from './celMessages.js';
 import { combineVerdicts } from './combineVerdicts.js';
 import type { CelProgram } from './compileCel.js';
 import type { ApprovalHold, GateInput, GateReason, GateResult, StateView, Verdict } from './gateTypes.js';
-import { type CompiledMessage, renderMessage } from './messageTemplate.js';
+import {
+  type CompiledMessage,
+  MESSAGE_TEXT_LIMIT,
+  type MessageAllowance,
+  renderMessage,
+} from './messageTemplate.js';
 import type { RuleApproval } from './policySchema.js';
 import {
   type CompiledRequirement,
@@ -125,6 +130,8 @@ function evaluateWithPlan(program: PolicyProgram, plan: ActionPlan, input: GateI
   let reads: StateReads | undefined;
   if (plan.rules.length > 0) {
     const activation = createActivation(input);
+    // One allowance for every message of the evaluation: a decision's text is bounded as a whole.
+    const messages: MessageAllowance = { left: MESSAGE_TEXT_LIMIT };
     if (plan.readsState) {
       // A new recorder each time: the CEL state behind it is shared by evaluations of the same items.
       reads = new StateReads();
@@ -133,7 +140,7 @@ function evaluateWithPlan(program: PolicyProgram, plan: ActionPlan, input: GateI
     for (const rule of plan.rules) {
       const target = rule.mode === 'shadow' ? shadow : reasons;
       const before = target.length;
-      runRule(rule, activation, input.state, target);
+      runRule(rule, activation, input.state, target, messages);
       // A reason pushed by the rule itself (not its `policy_error`: a failing rule is never approvable).
       const pushed = target[before];
       if (rule.approval && target === reasons && pushed !== undefined && pushed.rule === rule.name) {
@@ -200,6 +207,7 @@ function runRule(
   plain: CelActivation,
   state: Record<string, StateView>,
   target: GateReason[],
+  messages: MessageAllowance,
 ): void {
   // Every rule runs metered, on one budget per evaluation (see CEL_COST_LIMIT).
   const activation = meteredActivation(plain);
@@ -220,7 +228,7 @@ function runRule(
     target.push({
       rule: rule.name,
       verdict: rule.verdict,
-      message: renderMessage(rule.message, activation),
+      message: renderMessage(rule.message, activation, messages),
       keys: rule.stringLiterals.filter((literal) => Object.hasOwn(state, literal)).sort(),
     });
   } else if (result !== false) {

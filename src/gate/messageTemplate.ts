@@ -52,25 +52,64 @@ export function compileMessage(template: string): MessageCompileResult {
 }
 
 /**
+ * The most characters of rule messages one evaluation renders, over all the messages it renders.
+ * A message is rendered on every decision that fires its rule and kept in the history (twice:
+ * `reason` and `reasons[]`); without it, a policy of `{params}` placeholders printed megabytes per
+ * decision, outside the evaluation budget (reading a variable costs one unit whatever its size).
+ * Past it a message ends with `…`; ordinary messages, a whole `{params}` included, are far below.
+ */
+export const MESSAGE_TEXT_LIMIT = 32 * 1024;
+
+/** What is left of an evaluation's {@link MESSAGE_TEXT_LIMIT}: one per evaluation, spent by each message. */
+export interface MessageAllowance {
+  left: number;
+}
+
+/** The ellipsis ending a message cut at {@link MESSAGE_TEXT_LIMIT}. */
+const CUT = '…';
+
+/**
  * Renders a compiled message; a placeholder that throws renders as `?`, one whose value is a
  * secret by its name or shape (`{params.password}`, a live API key) as the masked marker, however
- * short: a message is read by people, and kept in history.
+ * short: a message is read by people, and kept in history. Spends `allowance` (fresh when
+ * omitted): once it is spent the message ends with `…` and no further placeholder is evaluated.
+ * A placeholder's value is printed whole or not at all, so that no part of a value (a secret that
+ * is masked later, where it appears whole) is ever printed.
  */
-export function renderMessage(message: CompiledMessage, activation: CelActivation): string {
+export function renderMessage(
+  message: CompiledMessage,
+  activation: CelActivation,
+  allowance: MessageAllowance = { left: MESSAGE_TEXT_LIMIT },
+): string {
   let text = '';
   for (const part of message.parts) {
+    let piece: string;
     if (typeof part === 'string') {
-      text += part;
-      continue;
+      piece = part;
+    } else {
+      if (text.length >= allowance.left) return cut(text, allowance);
+      try {
+        const value = formatCelValue(part.run(activation), allowance.left - text.length);
+        piece = isSecret(part.source, value) ? maskValue(value, 'secret') : value;
+      } catch {
+        piece = '?';
+      }
+      if (text.length + piece.length > allowance.left) return cut(text, allowance);
     }
-    try {
-      const value = formatCelValue(part.run(activation));
-      text += isSecret(part.source, value) ? maskValue(value, 'secret') : value;
-    } catch {
-      text += '?';
-    }
+    text += piece;
+    if (text.length > allowance.left) return cut(text, allowance);
   }
+  allowance.left -= text.length;
   return text;
+}
+
+/** `text` cut to what is left of the allowance (never inside a surrogate pair), which is then spent. */
+function cut(text: string, allowance: MessageAllowance): string {
+  let end = Math.min(text.length, Math.max(allowance.left, 0));
+  const last = text.charCodeAt(end - 1);
+  if (end < text.length && last >= 0xd800 && last <= 0xdbff) end -= 1;
+  allowance.left = 0;
+  return `${text.slice(0, end)}${CUT}`;
 }
 
 function splitTemplate(

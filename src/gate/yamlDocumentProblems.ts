@@ -1,7 +1,7 @@
 /**
  * What is wrong with a policy's YAML as YAML, before its content is validated: syntax errors,
- * more than one document, nesting too deep, and what the yaml library only warns about (an
- * unknown tag, which it reads as if absent).
+ * more than one document, nesting too deep, aliases that expand it too far, and what the yaml
+ * library only warns about (an unknown tag, which it reads as if absent).
  */
 import { type Document, isCollection, isPair, type YAMLError } from 'yaml';
 import type { PolicyProblem } from './policyProblems.js';
@@ -88,6 +88,51 @@ function findTooDeepNode(document: Document): number | undefined {
     } else if (isCollection(node)) {
       if (depth > MAX_YAML_DEPTH) return node.range?.[0] ?? 0;
       for (const item of [...node.items].reverse()) pending.push([item, depth + 1]);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * How many times its text a policy may weigh once its aliases are expanded. An alias repeats a
+ * part without its text, and every repetition is validated, compiled and hashed again: the yaml
+ * library stops exponential nests, yet lets an anchor be used 100 times, so 45 KiB of rules
+ * sharing one long message took seconds to compile. Without aliases a policy never weighs more
+ * than its text.
+ */
+const MAX_ALIAS_EXPANSION = 2;
+
+/**
+ * A problem when the document's content (`raw`, from `toJS()`), aliases expanded, weighs more
+ * than {@link MAX_ALIAS_EXPANSION} times its text of `textLength` characters. The weight counts
+ * each string's characters (keys too) and one for any other value: never more than the text that
+ * writes them out, give or take a few. Stops counting past the limit, so that measuring costs no more than it allows.
+ */
+export function aliasExpansionProblem(raw: unknown, textLength: number): PolicyProblem | undefined {
+  const limit = MAX_ALIAS_EXPANSION * textLength + 1024;
+  let weight = 0;
+  const pending: unknown[] = [raw];
+  while (pending.length > 0) {
+    const next = pending.pop();
+    if (typeof next === 'string') {
+      weight += Math.max(next.length, 1);
+    } else {
+      weight += 1;
+      if (Array.isArray(next)) {
+        for (const element of next) pending.push(element);
+      } else if (typeof next === 'object' && next !== null) {
+        for (const [key, value] of Object.entries(next)) {
+          weight += key.length;
+          pending.push(value);
+        }
+      }
+    }
+    if (weight > limit) {
+      return {
+        path: [],
+        message: `YAML aliases expand the policy to more than twice its text (${limit.toLocaleString('en-US')} characters); write the repeated parts out`,
+        offset: 0,
+      };
     }
   }
   return undefined;

@@ -62,8 +62,9 @@ export interface ReplayDecisionsOptions {
    */
   signal?: AbortSignal | undefined;
   /**
-   * Past this much time the replay stops after the decision in hand (at least one is replayed),
-   * with `stopped_by: 'time_budget'` and `next_after_seq` to continue.
+   * Past this much time the replay stops at the next event (once it has read at least one, so
+   * each call goes further; it may have replayed no decision when its filters match none), with
+   * `stopped_by: 'time_budget'` and `next_after_seq` to continue.
    * @default REPLAY_TIME_BUDGET_MS (20 s)
    */
   timeBudgetMs?: number | undefined;
@@ -142,11 +143,18 @@ export async function replayDecisions(
     await pacer.step();
     if (event.type === 'gate_evaluation' && event.seq > fromSeq) {
       if (untilMs !== undefined && Date.parse(event.occurred_at) >= untilMs + CLOCK_SLACK_MS) break;
-      if (tally.decisions >= limit || (tally.decisions > 0 && pacer.outOfTime)) {
+      if (tally.decisions >= limit) {
         nextAfterSeq = lastSeq;
-        stoppedBy = tally.decisions >= limit ? 'limit' : 'time_budget';
+        stoppedBy = 'limit';
         break;
       }
+    }
+    // At any event once the pass has moved on, not only at a decision replayed: a filter that
+    // matches nothing would otherwise read the whole history in one call.
+    if (event.seq > fromSeq && lastSeq > fromSeq && pacer.outOfTime) {
+      nextAfterSeq = lastSeq;
+      stoppedBy = 'time_budget';
+      break;
     }
     if (event.seq > lastSeq) lastSeq = event.seq;
     if (STATE_EVENTS.has(event.type)) {

@@ -14,8 +14,8 @@ export const REPLAY_SLICE_MS = 10;
 /** …or this many paced steps (decisions and session events), whichever comes first. */
 export const REPLAY_SLICE_STEPS = 200;
 /**
- * How long one replay call may run, in total: past it, the replay stops after the decision in
- * hand and reports where to continue (`stopped_by: 'time_budget'`, `next_after_seq`).
+ * How long one replay call may run, in total: past it, the replay stops at the next event and
+ * reports where to continue (`stopped_by: 'time_budget'`, `next_after_seq`).
  */
 export const REPLAY_TIME_BUDGET_MS = 20_000;
 

@@ -1,0 +1,66 @@
+/**
+ * `matches()` runs on V8's backtracking engine, which retries the pattern from every position of
+ * the subject: ordinary patterns (`[a-z]+@corp`, `.*password.*`) take time quadratic in the
+ * subject's length, about 200 ms on the 16 KiB an agent may send, fallback to the linear-time
+ * engine or not (its backtracking counter does not see these loops). The budget charged the
+ * subject's length / 64: one rule spent 200 ms per evaluation, a loop over a list literal minutes.
+ * A call now costs the square of its subject's length (/ 256), charged before it runs.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { compilePolicy } from '../../src/gate/index.js';
+import { input } from './gateFixtures.js';
+
+function policyWith(when: string) {
+  return compilePolicy(
+    `version: 1\ndefault_verdict: Allow\nrules:\n  - name: r\n    when: ${JSON.stringify(when)}\n    verdict: Block\n`,
+  );
+}
+const literal = (n: number) => `[${Array.from({ length: n }, (_, i) => i).join(', ')}]`;
+const costError = {
+  rule: 'policy_error',
+  verdict: 'Block',
+  message: expect.stringContaining('evaluation cost limit exceeded'),
+  keys: [],
+};
+
+// Counts the runs of a policy's patterns over long subjects (cel-js matches with RegExp#test).
+const original = RegExp.prototype.test;
+let runs = 0;
+beforeEach(() => {
+  runs = 0;
+  RegExp.prototype.test = function counted(this: RegExp, text: string) {
+    if (typeof text === 'string' && text.length >= 4000) runs += 1;
+    return original.call(this, text);
+  };
+});
+afterEach(() => {
+  RegExp.prototype.test = original;
+});
+
+describe('matches() over long subjects', () => {
+  it.each(['[a-z]+@corp\\.com', '.*password.*'])(
+    'fails closed, without running it, on a pattern that is quadratic over 16 KiB: %s',
+    (pattern) => {
+      const policy = policyWith(`params.s.matches('${pattern.replaceAll('\\', '\\\\')}')`);
+      const result = policy.evaluate(input('x', { params: { s: 'x'.repeat(16_000) } }));
+      expect(result.reasons).toEqual([costError]);
+      expect(runs).toBe(0);
+    },
+  );
+
+  it('stops a loop of matches() over a long subject within the budget', () => {
+    const policy = policyWith(`${literal(100)}.exists(i, params.s.matches('.*y'))`);
+    const result = policy.evaluate(input('x', { params: { s: 'x'.repeat(4000) } }));
+    expect(result.reasons).toEqual([costError]);
+    expect(runs).toBeLessThan(10);
+  });
+
+  it('still decides on ordinary subjects, and right', () => {
+    const policy = policyWith("params.to.matches('^[a-z.]+@corp\\\\.com$') && params.body.matches('secret')");
+    const body = `${'lorem ipsum '.repeat(300)} secret`;
+    expect(
+      policy.evaluate(input('x', { params: { to: 'ann@corp.com', body } })).reasons.map((r) => r.rule),
+    ).toEqual(['r']);
+    expect(policy.evaluate(input('x', { params: { to: 'eve@evil.com', body } })).reasons).toEqual([]);
+  });
+});
