@@ -57,7 +57,8 @@ export function queryObject(search: string): Record<string, string> {
 
 /**
  * Reads a web Request's body as UTF-8.
- * @throws {GatehouseError} `payload_too_large` past `limit` bytes; `malformed_request` when it is not UTF-8
+ * @throws {GatehouseError} `payload_too_large` past `limit` bytes; `malformed_request` when the
+ *   client stops sending before the end, or the body is not UTF-8
  */
 export async function readWebBody(request: Request, limit: number): Promise<string> {
   if (declaredTooLarge(request.headers.get('content-length'), limit)) throw tooLarge(limit);
@@ -66,7 +67,14 @@ export async function readWebBody(request: Request, limit: number): Promise<stri
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    let read: Awaited<ReturnType<typeof reader.read>>;
+    try {
+      read = await reader.read();
+    } catch {
+      // The stream errors when the client goes away mid-body: its mistake, no server failure.
+      throw new GatehouseError('malformed_request', 'The request body ended early.');
+    }
+    const { done, value } = read;
     if (done) break;
     size += value.byteLength;
     if (size > limit) {

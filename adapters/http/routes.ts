@@ -34,6 +34,7 @@ import {
   PolicyRevisionSchema,
   PrincipalRecordSchema,
   PutPolicyInputSchema,
+  parseInput,
   principalOfKey,
   queryNumber,
   RecordStateInputSchema,
@@ -633,10 +634,12 @@ export const API_ROUTES = {
     },
     responseHeaders: (policy) => ({ etag: entityTagOf(policy.revision) }),
     errors: ['precondition_failed', 'precondition_required'],
+    // The body is the whole contract here (the core takes the revision besides it): a field it
+    // does not have is refused, not dropped while the policy goes live.
     handle: ({ gatehouse, body, context, header }) =>
       gatehouse.activatePolicy(
         {
-          policy: (body as { policy?: unknown } | null)?.policy as string,
+          policy: parseInput(PutPolicyInputSchema, body, 'policy').policy,
           expected_revision: revisionFromEntityTag(header('if-match')),
         },
         context,

@@ -3,7 +3,7 @@
  * `schemas.ts`, every face validates with these and returns these shapes (snake_case).
  */
 import { z } from 'zod';
-import { SessionIdSchema, VerdictSchema } from '../schemas.js';
+import { queryNumber, SessionIdSchema, VerdictSchema } from '../schemas.js';
 
 /** Largest policy text accepted by `PUT /v1/policy` and replay, in bytes of UTF-8. */
 export const POLICY_TEXT_LIMIT = 48 * 1024;
@@ -54,7 +54,7 @@ export type PolicyRevisionList = z.infer<typeof PolicyRevisionListSchema>;
 
 /** `GET /v1/policy/revisions` query. */
 export const PolicyRevisionQuerySchema = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(100).default(20).describe('Page size, 1 to 100.'),
+  limit: queryNumber('limit', { min: 1, max: 100 }).default(20).describe('Page size, 1 to 100.'),
   cursor: z.string().max(200).optional().describe('`next_cursor` of the previous page.'),
 });
 export type PolicyRevisionQuery = z.input<typeof PolicyRevisionQuerySchema>;
