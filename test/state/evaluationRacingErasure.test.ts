@@ -3,7 +3,7 @@
  * (on the same SQLite store, or on another connection to the file, as `gatehouse erase` beside a
  * running server) must leave no decision after it that quotes the erased values or stands on
  * them: the evaluation runs again on what the erasure left (src/operations/staleReads.ts).
- * test/postgres/review2-multiInstance.test.ts does the same across PostgreSQL instances.
+ * test/postgres/multiInstanceRaces.test.ts does the same across PostgreSQL instances.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -2,7 +2,7 @@
  * Second review of the console, in a real headless Chromium against a real `gatehouse serve`:
  * a secret proposed for a key whose current value is not secret stays masked, a notice in the
  * address bar cannot claim a decision that was not made, and a malformed address shows a page.
- * Screenshots go to test-artifacts/console/review2-*.png.
+ * Screenshots go to test-artifacts/console/conflicts-*.png.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,7 +24,7 @@ import {
 const STRIPE = 'sk_live_51H8abcdEFGHijklMNOPqrstUVwxyz0123456789AbCd';
 
 describe.skipIf(!hasChromium)('the console, second review, in Chromium', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-console-review2-'));
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-console-conflicts-'));
   let server: ServeProcess;
   let browser: Browser;
   let admin: string;
@@ -40,7 +40,7 @@ describe.skipIf(!hasChromium)('the console, second review, in Chromium', () => {
   const open = (context: BrowserContext, hash = ''): Promise<Page> =>
     openPage(context, `${server.url}/ui/${hash}`, pageErrors);
   const shot = (page: Page, name: string) =>
-    page.screenshot({ path: join(artifacts, `review2-${name}.png`), fullPage: true });
+    page.screenshot({ path: join(artifacts, `conflicts-${name}.png`), fullPage: true });
 
   beforeAll(async () => {
     const started = await startConsoleServe(dir, APPROVAL_POLICY);

@@ -51,7 +51,7 @@ describe('wait_for_approval with a key revoked while it waits', () => {
       scopes: ['approvals:decide'],
       labels: ['finance'],
     });
-    const client = new Client({ name: 'review2', version: '1.0.0' });
+    const client = new Client({ name: 'gatehouse-test', version: '1.0.0' });
     await client.connect(
       new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
         requestInit: { headers: { authorization: `Bearer ${agent.secret}` } },

@@ -24,7 +24,7 @@ const url = process.env['GATEHOUSE_TEST_DATABASE_URL'];
 
 const schemas = new Set<string>();
 const freshSchema = () => {
-  const schema = `gh_review2_${randomBytes(6).toString('hex')}`;
+  const schema = `gh_races_${randomBytes(6).toString('hex')}`;
   schemas.add(schema);
   return schema;
 };

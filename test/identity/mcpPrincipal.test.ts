@@ -61,7 +61,7 @@ describe('a tool call over /mcp with an access token', () => {
       resource: MCP_RESOURCE,
       scope: 'gatehouse.write',
     });
-    const client = new Client({ name: 'review2', version: '1.0.0' });
+    const client = new Client({ name: 'gatehouse-test', version: '1.0.0' });
     await client.connect(
       new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
         requestInit: { headers: { authorization: `Bearer ${token}` } },
