@@ -240,9 +240,20 @@ export function createTokenAuthenticator(options: TokenAuthenticatorOptions): To
   /** Claims → principal; refuses a token that reaches no tenant or no scope. */
   function principalOf(issuer: IssuerConfig, payload: JWTPayload): Principal {
     const claims = payload as Record<string, unknown>;
+    // A token bound to a key (DPoP's `jkt`, mTLS's `x5t#S256`) is usable only with a proof of
+    // possession, which a bearer request does not carry and Gatehouse does not check: taken as a
+    // bearer, a stolen bound token would work here (RFC 8705 §3, RFC 9449 §7).
+    if (claims['cnf'] !== undefined) {
+      throw invalid('The token is bound to a key (cnf); only bearer tokens are accepted here.');
+    }
     const clientId = claims['client_id'] ?? claims['azp'];
-    // A client-credentials token's subject is its client (RFC 9068 §2.2); some issuers leave `sub` out.
-    const hasSub = typeof payload.sub === 'string' && payload.sub !== '';
+    // A client-credentials token's subject is its client (RFC 9068 §2.2); some issuers leave `sub`
+    // out. A `sub` that is there must be a subject: read as absent, every user of one client whose
+    // IdP wrote it otherwise (a number, "") became that client's one principal.
+    const hasSub = payload.sub !== undefined;
+    if (hasSub && (typeof payload.sub !== 'string' || payload.sub === '')) {
+      throw invalid("The token's 'sub' claim is not a non-empty string.");
+    }
     const sub = hasSub ? payload.sub : clientId;
     if (typeof sub !== 'string' || sub === '') throw invalid('The token names no subject and no client.');
     let tenantId: string;
@@ -309,22 +320,48 @@ export function createTokenAuthenticator(options: TokenAuthenticatorOptions): To
           : 'This issuer has no /v1 audience configured.',
       );
     }
+    const verifyOptions = {
+      issuer: config.issuer,
+      audience,
+      algorithms: [...(config.algorithms ?? ASYMMETRIC_ALGORITHMS)],
+      clockTolerance: config.clock_tolerance_seconds,
+      requiredClaims: ['exp'],
+      currentDate: now(),
+    };
     let payload: JWTPayload;
     try {
       const keys = await runtime.keys();
-      ({ payload } = await jwtVerify(token, keys, {
-        issuer: config.issuer,
-        audience,
-        algorithms: [...(config.algorithms ?? ASYMMETRIC_ALGORITHMS)],
-        clockTolerance: config.clock_tolerance_seconds,
-        requiredClaims: ['exp'],
-        currentDate: now(),
-      }));
+      try {
+        ({ payload } = await jwtVerify(token, keys, verifyOptions));
+      } catch (error) {
+        if (!(error instanceof joseErrors.JWKSMultipleMatchingKeys)) throw error;
+        payload = await verifyWithEach(token, error, verifyOptions);
+      }
     } catch (error) {
       if (error instanceof GatehouseError) throw error;
       throw describeJoseError(error);
     }
     return principalOf(config, payload);
+  }
+
+  /**
+   * A token without `kid` (or with one the set holds twice) against each key of its type in the
+   * issuer's set, as jose leaves to its caller: an issuer publishing its next key beside the
+   * current one had every such token refused. Bounded by the issuer's own key set.
+   */
+  async function verifyWithEach(
+    token: string,
+    candidates: InstanceType<typeof joseErrors.JWKSMultipleMatchingKeys>,
+    verifyOptions: Parameters<typeof jwtVerify>[2],
+  ): Promise<JWTPayload> {
+    for await (const key of candidates) {
+      try {
+        return (await jwtVerify(token, key, verifyOptions)).payload;
+      } catch (error) {
+        if (!(error instanceof joseErrors.JWSSignatureVerificationFailed)) throw error;
+      }
+    }
+    throw new joseErrors.JWKSNoMatchingKey();
   }
 
   /**
