@@ -33,7 +33,7 @@ import {
 
 const PUBLIC_URL = 'http://gatehouse.test';
 const V1_AUDIENCE = `${PUBLIC_URL}/v1`;
-const dir = mkdtempSync(join(tmpdir(), 'gatehouse-review2-token-claims-'));
+const dir = mkdtempSync(join(tmpdir(), 'gatehouse-token-claims-'));
 
 type KeyPair = Awaited<ReturnType<typeof generateKeyPair>>;
 let current: KeyPair;
