@@ -120,6 +120,12 @@ export interface RecordedDeliveryAttempt {
   tenantId: string;
   deliveryId: string;
   attempt: DeliveryAttempt;
+  /**
+   * The `leaseUntil` the delivery was claimed with: the outcome is recorded only while the
+   * delivery is pending under that lease still. One whose lease ran out and was claimed again, or
+   * that a redeliver reset meanwhile, keeps what happened to it since. Absent: recorded as is.
+   */
+  leaseUntil?: string;
 }
 
 /** A claimed delivery's lease, as {@link OutboxStore.claimDueDeliveries} gave it. */

@@ -443,6 +443,13 @@ export const recordDeliveryAttempt = `UPDATE deliveries SET status = ?, attempts
   WHERE tenant_id = ? AND delivery_id = ?`;
 
 /**
+ * {@link recordDeliveryAttempt} only while the delivery is pending under the lease its attempt was
+ * claimed with: an attempt that outlived its lease (claimed again since) or that a redeliver reset
+ * must not write over what happened since.
+ */
+export const recordLeasedDeliveryAttempt = `${recordDeliveryAttempt} AND status = 'pending' AND lease_until = ?`;
+
+/**
  * The earliest time a claim can take something: a pending delivery of an active webhook is
  * claimable at its `next_attempt_at`, or at its lease's end while leased. In due order, nothing
  * after the first unleased one can be claimable sooner, so only the leased ones before it (those

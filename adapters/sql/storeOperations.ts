@@ -458,10 +458,14 @@ export function createSqlOutbox(db: SqlExecutor): Omit<OutboxStore, 'claimDueDel
     async recordDeliveryAttempts(attempts) {
       if (attempts.length === 0) return;
       await db.runAll(
-        attempts.map((r) => ({
-          sql: sql.recordDeliveryAttempt,
-          args: attemptValues(r.tenantId, r.deliveryId, r.attempt),
-        })),
+        attempts.map((r) =>
+          r.leaseUntil === undefined
+            ? { sql: sql.recordDeliveryAttempt, args: attemptValues(r.tenantId, r.deliveryId, r.attempt) }
+            : {
+                sql: sql.recordLeasedDeliveryAttempt,
+                args: [...attemptValues(r.tenantId, r.deliveryId, r.attempt), r.leaseUntil],
+              },
+        ),
       );
     },
     async releaseDeliveries(leases) {

@@ -12,7 +12,9 @@
  * not once per delivery: the outcomes that arrive in one event-loop turn are recorded with one
  * commit, and the slots that commit frees are filled by one claim. A delivery is marked delivered
  * only once its 2xx is in; until its outcome is committed it stays leased (and holds its slot), so
- * a crash in between sends it again (at least once, never lost).
+ * a crash in between sends it again (at least once, never lost). An outcome is recorded only over
+ * the lease its attempt was claimed with: an attempt that outlived its lease (sent again by
+ * another instance since) or whose delivery a redeliver reset meanwhile leaves what came after.
  */
 
 import type { Logger } from 'pino';
@@ -58,8 +60,8 @@ export interface WebhookDispatcherOptions {
   /** How long a claimed delivery is reserved for this instance. @default 60 s */
   leaseMs?: number;
   /**
-   * Hard limit for one attempt (connect, headers and body), enforced within a tenth of itself
-   * (at most 1 s) late. @default 15 s
+   * Hard limit for one attempt (name resolution, connect, headers and body), enforced within a
+   * tenth of itself (at most 1 s) late. @default 15 s
    */
   timeoutMs?: number;
   /** Longest sleep between looks at the outbox (other instances add work too). @default 1 s */
@@ -235,8 +237,11 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     return new Promise((resolve) => progressWaiters.push(resolve));
   }
 
-  /** Sends one attempt; resolves to its outcome for the store (a 410 disables the webhook now). */
-  async function attempt(claimed: ClaimedDelivery): Promise<Outcome> {
+  /**
+   * Sends one attempt; resolves to its outcome for the store (a 410 disables the webhook now),
+   * recorded only while the delivery still holds the lease `leaseUntil` it was claimed with.
+   */
+  async function attempt(claimed: ClaimedDelivery, leaseUntil: string): Promise<Outcome> {
     const { delivery, webhook, event, tenant_id: tenantId } = claimed;
     const started = clock();
     const secrets = activeSecrets(webhook, started);
@@ -312,6 +317,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     return {
       tenantId,
       deliveryId: delivery.delivery_id,
+      leaseUntil,
       statusCode,
       attempt: {
         status,
@@ -391,9 +397,9 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     releasing.add(p);
   }
 
-  function launch(claimed: ClaimedDelivery): void {
+  function launch(claimed: ClaimedDelivery, leaseUntil: string): void {
     launched += 1;
-    const p = inDeliverySpan(claimed, () => attempt(claimed))
+    const p = inDeliverySpan(claimed, () => attempt(claimed, leaseUntil))
       .then(record, report)
       .finally(() => {
         slots.delete(p);
@@ -427,7 +433,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
       }
       return 0;
     }
-    for (const c of claimed) launch(c);
+    for (const c of claimed) launch(c, leaseUntil);
     return claimed.length;
   }
 

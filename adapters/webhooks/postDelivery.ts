@@ -26,7 +26,10 @@ export interface PostDeliveryOptions {
 
 /** A request in flight, for {@link postDelivery}'s caller to end early (a deadline). */
 export interface PostAbort {
-  /** Aborts the request; it then fails with `reason` unless its headers are in already. */
+  /**
+   * Aborts the request; it then fails with `reason` unless its headers are in already, at once
+   * even while its connection is still being opened (nothing is sent on it then).
+   */
   abort(reason: Error): void;
 }
 
@@ -85,8 +88,14 @@ export function postDelivery(
       abort(reason) {
         if (settled || abortReason) return;
         abortReason = reason;
-        // Not dispatched onto a connection yet: aborted as soon as it is.
-        controller?.abort(reason);
+        if (controller) {
+          controller.abort(reason);
+          return;
+        }
+        // Still resolving or connecting (a name server or a handshake that takes its time): the
+        // attempt ends now, and the request is aborted as soon as it reaches a connection, before
+        // anything is written.
+        finish(reason);
       },
     });
     const handler: Dispatcher.DispatchHandler = {

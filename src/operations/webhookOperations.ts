@@ -71,10 +71,14 @@ export function webhookOperations(
       const tenantId = tenantOf(ctx);
       const at = clock();
       const secret = generateWebhookSecret(randomBytes);
+      const nowIso = at.toISOString();
       const updated = await core.transaction(async (tx) => {
+        // The write first: it takes the webhook's row lock (PostgreSQL reads without one), so a
+        // rotation at the same time waits and then reads the secrets this one adds. Read first,
+        // the later of two kept only its own new secret: the other caller's never signed.
+        await tx.updateWebhook(tenantId, webhookId, { updated_at: nowIso });
         const webhook = await tx.getWebhook(tenantId, webhookId);
         if (!webhook) throw notFound(`Webhook '${webhookId}'`);
-        const nowIso = at.toISOString();
         const until = new Date(at.getTime() + input.overlap_seconds * 1000).toISOString();
         // The secrets still signing keep doing so for the overlap, never longer than they would have.
         const overlapping =
@@ -87,8 +91,8 @@ export function webhookOperations(
                   expires_at: s.expires_at === null || s.expires_at > until ? until : s.expires_at,
                 }));
         const secrets = [...overlapping, { secret, created_at: nowIso, expires_at: null }];
-        await tx.updateWebhook(tenantId, webhookId, { secrets, updated_at: at.toISOString() });
-        return { ...webhook, secrets, updated_at: at.toISOString() };
+        await tx.updateWebhook(tenantId, webhookId, { secrets, updated_at: nowIso });
+        return { ...webhook, secrets, updated_at: nowIso };
       });
       return { ...publicWebhook(updated), secret };
     },
