@@ -73,10 +73,11 @@ try {
     const ms = runs.map((r) => r.ms).sort((a, b) => a - b)[1];
     console.log(`  ${label}: ${runs[0].result.length} rows, ${ms.toFixed(1)} ms (median of 3)`);
   }
-  // history_after: the newest event before the cut-off, found walking back from the newest event.
+  // history_after: the last event before the first one at or after the cut-off, found walking
+  // forward from the oldest event.
   const last = db.prepare(prune.lastSeqBefore);
   const half = [0, 1, 2]
-    .map(() => time(() => last.get('t', at(Math.floor(events / 2)))).ms)
+    .map(() => time(() => last.get('t', at(Math.floor(events / 2)), 't')).ms)
     .sort((a, b) => a - b)[1];
   console.log(
     `  history_after's cut-off, half the history newer than it: ${half.toFixed(1)} ms (median of 3)`,

@@ -390,7 +390,11 @@ export interface StoreTx extends StoreReader, PolicyWriter {
   listHolds(tenantId: string): Promise<LegalHold[]>;
   /** The seq of the first event of any held session, or null. */
   firstHeldSeq(tenantId: string): Promise<number | null>;
-  /** The seq of the newest event older than `before`, or null. */
+  /**
+   * The last seq through which every kept event is older than `before` (0 when the first kept one
+   * is not), or null when there is no event: what may be pruned by age, however the events' times
+   * are ordered.
+   */
   lastSeqBefore(tenantId: string, before: string): Promise<number | null>;
   insertDeliveries(tenantId: string, deliveries: NewDelivery[]): Promise<void>;
   insertWebhook(tenantId: string, webhook: StoredWebhook): Promise<void>;

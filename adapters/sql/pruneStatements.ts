@@ -171,5 +171,12 @@ export const expiredApprovals = `SELECT * FROM approvals
   WHERE tenant_id = ? AND ${APPROVAL_PARAMS_KEPT} AND created_at < ? AND ${NOT_HELD}
   ORDER BY created_at, approval_id LIMIT ?`;
 
-/** The newest event older than a time. */
-export const lastSeqBefore = 'SELECT max(seq) AS seq FROM events WHERE tenant_id = ? AND occurred_at < ?';
+/**
+ * The last seq through which every event is older than a time (tenant, time, tenant): the one
+ * before the first event at or after it, found walking forward from the oldest kept event (0 when
+ * that is the first), else the newest. Not the newest older event: an event dated back (a clock
+ * that stepped back) would take the younger events before it along.
+ */
+export const lastSeqBefore = `SELECT coalesce(
+  (SELECT seq FROM events WHERE tenant_id = ? AND occurred_at >= ? ORDER BY seq LIMIT 1) - 1,
+  (SELECT max(seq) FROM events WHERE tenant_id = ?)) AS seq`;

@@ -302,7 +302,7 @@ export function createSqlTx(db: SqlExecutor, dialect: SqlDialect, hooks: TxHooks
       return r?.['seq'] == null ? null : num(r['seq']);
     },
     async lastSeqBefore(t, before) {
-      const r = await db.get(prune.lastSeqBefore, [t, before]);
+      const r = await db.get(prune.lastSeqBefore, [t, before, t]);
       return r?.['seq'] == null ? null : num(r['seq']);
     },
     async insertDeliveries(t, rows) {

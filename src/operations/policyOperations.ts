@@ -2,7 +2,9 @@
  * The policy lifecycle: the active policy, activating a new one (optimistically, on the revision
  * it replaces), the stored revisions, and replaying recorded decisions against a candidate.
  */
+import { hasScope, missingScope } from '../auth/apiKeys.js';
 import { principalOf } from '../auth/principalRecord.js';
+import { canonicalJson } from '../canonicalJson.js';
 import { GatehouseError } from '../errors.js';
 import { compilePolicy } from '../gate/compilePolicy.js';
 import type { CompiledPolicy } from '../gate/gateTypes.js';
@@ -75,7 +77,23 @@ export function policyOperations(
       // Validated like a policy file: every problem with line:col, and nothing changes.
       const policy = compilePolicy(input.policy, { source: 'policy' });
       const tenantId = tenantOf(ctx);
-      await policies.resolve(tenantId);
+      const active = await policies.resolve(tenantId);
+      // Allowing history below the floor is an admin's call, as setting retention with PUT
+      // /v1/retention is: a policy author's key must not lower it and so have the history pruned.
+      // A policy that keeps the active one's retention as it is changes nothing of it.
+      const scopes = ctx?.scopes;
+      if (
+        policy.retention?.allow_below_floor === true &&
+        scopes !== undefined &&
+        !hasScope({ scopes }, 'admin') &&
+        canonicalJson(policy.retention) !== canonicalJson(active.retention ?? null)
+      ) {
+        throw new GatehouseError(
+          'forbidden',
+          "A policy whose retention allows history below the floor (allow_below_floor: true) needs the 'admin' scope to activate, as PUT /v1/retention does.",
+          missingScope('admin', ctx?.principal),
+        );
+      }
       const { pointer } = await policies.activate(tenantId, policy, {
         by: ctx?.keyId ?? ctx?.actor ?? 'in-process',
         expected,

@@ -20,6 +20,7 @@ import {
   signCheckpoint,
 } from '../history/checkpoints.js';
 import { verifyChain } from '../history/hashChain.js';
+import type { LegalHold } from '../history/legalHoldSchemas.js';
 import { PRUNE_FLOOR_DAYS, PruneInputSchema, type PruneReport } from '../history/pruneSchemas.js';
 import type { VerifyResult } from '../schemas.js';
 import { parseInput } from '../validation.js';
@@ -140,7 +141,7 @@ export function pruneOperations(shared: OperationContext, keys: CheckpointKeys):
       const signer = needSigner();
       const tenantId = tenantOf(ctx);
       const through = input.through_seq;
-      const belowFloor = input.allow_below_floor === true;
+      const allowBelowFloor = input.allow_below_floor === true;
       // An earlier prune's deletion cut short goes first: the checks below then see only what
       // is really kept (the first held event, the first event).
       await finishPrune(tenantId);
@@ -163,21 +164,38 @@ export function pruneOperations(shared: OperationContext, keys: CheckpointKeys):
             `There is no stored event at seq ${through} to prune through.`,
           );
         }
-        const floor = shared.clock().getTime() - PRUNE_FLOOR_DAYS * DAY_MS;
-        if (!belowFloor && Date.parse(last.occurred_at) > floor) {
+        // Every event of the range must be older than the floor, not only the last: one dated
+        // back (a clock that stepped back) would otherwise take the younger ones before it along.
+        const floor = new Date(shared.clock().getTime() - PRUNE_FLOOR_DAYS * DAY_MS).toISOString();
+        const old = (await tx.lastSeqBefore(tenantId, floor)) ?? 0;
+        const belowFloor = old < through;
+        if (belowFloor && !allowBelowFloor) {
+          const young =
+            old + 1 === through ? `Event ${through} is` : `Event ${old + 1}, before ${through}, is`;
           throw new GatehouseError(
             'invalid_request',
-            `Event ${through} is younger than the retention floor of ${PRUNE_FLOOR_DAYS} days: history is kept at least that long unless allow_below_floor is set.`,
+            `${young} younger than the retention floor of ${PRUNE_FLOOR_DAYS} days: history is kept at least that long unless allow_below_floor is set.`,
           );
         }
         const holds = await tx.listHolds(tenantId);
-        const firstHeld = await tx.firstHeldSeq(tenantId);
+        // A session hold covers the prefix once one of its events is in it; the refusal and the
+        // override event name those holds only, not every session hold of the tenant.
+        const covering: LegalHold[] = [];
+        for (const hold of holds) {
+          if (hold.session_id === null) {
+            covering.push(hold);
+            continue;
+          }
+          const [firstOfSession] = await tx.queryEvents(tenantId, {
+            session_id: hold.session_id,
+            order: 'asc',
+            limit: 1,
+          });
+          if (firstOfSession !== undefined && firstOfSession.seq <= through) covering.push(hold);
+        }
         await enforceHolds(shared, tx, {
           tenantId,
-          // A session hold covers the prefix once one of its events is in it.
-          covering: holds.filter(
-            (h) => h.session_id === null || (firstHeld !== null && firstHeld <= through),
-          ),
+          covering,
           override: input.override_hold === true,
           operation: `prune through seq ${through}`,
           ctx,
