@@ -405,7 +405,10 @@ export interface StoreTx extends StoreReader, PolicyWriter {
   ): Promise<void>;
   /** Deletes a webhook and its pending deliveries; true when it existed. */
   deleteWebhook(tenantId: string, webhookId: string): Promise<boolean>;
-  /** The newest approval with this binding digest, whatever its status. */
+  /**
+   * The approval of this binding digest that decides an evaluation: the open (pending or
+   * approved) one, else the denial that ends last, else the newest, whatever its status.
+   */
   latestApprovalByDigest(tenantId: string, digest: string): Promise<Approval | null>;
   /** Pending or approved approvals whose `expires_at` is at or before `now`, oldest first. */
   listDueApprovals(tenantId: string, now: string, limit: number): Promise<Approval[]>;

@@ -15,6 +15,19 @@ import { createHostOriginCheck, type HostOriginCheckOptions } from './hostOrigin
 import { createMcpServer } from './mcpServer.js';
 import { GATEHOUSE_TOOLS } from './tools/index.js';
 
+/** The status logged for a request whose client went away before its answer (nginx's 499). */
+const CLIENT_CLOSED_REQUEST = 499;
+
+/** `answer`, or undefined as soon as `signal` aborts (the client went away). */
+function untilAbandoned(answer: Promise<Response>, signal: AbortSignal): Promise<Response | undefined> {
+  if (signal.aborted) return Promise.resolve(undefined);
+  return new Promise<Response | undefined>((resolve, reject) => {
+    const abandoned = () => resolve(undefined);
+    signal.addEventListener('abort', abandoned, { once: true });
+    answer.then(resolve, reject).finally(() => signal.removeEventListener('abort', abandoned));
+  });
+}
+
 /** Options for {@link createMcpHttpHandler}. */
 export interface McpHttpHandlerOptions extends HostOriginCheckOptions {
   /** The core the tools call. */
@@ -211,9 +224,13 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     try {
       await server.connect(transport);
       // JSON mode: the response is complete when this resolves, so closing afterwards loses nothing.
-      const response = await transport.handleRequest(request, body);
-      answered = true;
-      return response;
+      // A client that goes away first (its request's signal aborts) gets no answer: the server is
+      // closed below at once, which aborts the signal of its running tool call (a wait_for_approval
+      // would poll the store for up to a minute, then take the approval's use for nobody). The
+      // transport never settles an answer it has dropped, so the abort settles it here.
+      const response = await untilAbandoned(transport.handleRequest(request, body), request.signal);
+      answered = response !== undefined;
+      return response ?? new Response(null, { status: CLIENT_CLOSED_REQUEST });
     } finally {
       // Closed once the answer is on its way, not before: closing aborts the signal of every
       // request the server still tracks (an AbortError with a stack each), and the SDK forgets a

@@ -480,8 +480,17 @@ export function listApprovals(tenantId: string, query: ApprovalListQuery): State
   };
 }
 
-export const latestApprovalByDigest =
-  'SELECT * FROM approvals WHERE tenant_id = ? AND digest = ? ORDER BY approval_id DESC LIMIT 1';
+/**
+ * The approval that decides an evaluation of this digest: the open (pending or approved) one when
+ * there is one, else the denial that ends last, else the newest. Not simply the newest by ID: an
+ * ID sorts by the clock of the instance that made it, so with two instances' clocks apart (or a
+ * clock stepped back across a restart) a used approval made ahead sorts after the open one made
+ * behind, which was then never found (each evaluation failed on the one-open-per-digest index).
+ */
+export const latestApprovalByDigest = `SELECT * FROM approvals WHERE tenant_id = ? AND digest = ?
+  ORDER BY CASE WHEN status IN ('pending', 'approved') THEN 0 WHEN status = 'denied' THEN 1 ELSE 2 END,
+    CASE WHEN status = 'denied' THEN expires_at END DESC, approval_id DESC
+  LIMIT 1`;
 
 export const listDueApprovals = `SELECT * FROM approvals
   WHERE tenant_id = ? AND status IN ('pending', 'approved') AND expires_at <= ? ORDER BY approval_id LIMIT ?`;

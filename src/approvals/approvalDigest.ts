@@ -28,6 +28,8 @@
  */
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../canonicalJson.js';
+import type { Approval } from '../schemas.js';
+import { MASKED_SECRET } from '../state/classify.js';
 
 /** What an approval is bound to. */
 export interface ApprovalBinding {
@@ -67,4 +69,41 @@ export function approvalDigest(binding: ApprovalBinding): string {
     rules: [...binding.rules].sort(),
   });
   return createHash('sha256').update(canonical).digest('hex');
+}
+
+/** True when a string in `value` (a key or a leaf) holds the masked-secret marker. */
+function holdsMasked(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes(MASKED_SECRET);
+  if (value === null || typeof value !== 'object') return false;
+  if (Array.isArray(value)) return value.some(holdsMasked);
+  return Object.entries(value).some(([key, v]) => key.includes(MASKED_SECRET) || holdsMasked(v));
+}
+
+/**
+ * The digest an approval shows (API, CLI, MCP, the `approval.requested` event): its binding
+ * digest, unless a secret in its params is shown masked. The binding digest is an unsalted hash of
+ * the raw params and of everything else the approval shows, so beside the masked params it gives a
+ * short secret away (a 4-digit passcode in 10,000 tries, a weak password by a dictionary). Such an
+ * approval shows the digest of what it shows instead: the same binding over its masked params,
+ * without open conflicts (an approval does not list them). The binding digest stays in the store,
+ * where evaluations look it up; it is never shown. An erased approval's digest is shown as it is.
+ * @example shownDigest('default', approval) // approval.digest when nothing in its params was masked
+ */
+export function shownDigest(tenantId: string, approval: Approval): string {
+  if (approval.digest.startsWith('erased:') || !holdsMasked(approval.params)) return approval.digest;
+  return approvalDigest({
+    tenantId,
+    sessionId: approval.session_id,
+    action: approval.action,
+    params: approval.params,
+    stateVersions: approval.state_versions,
+    policyRevision: approval.policy.revision,
+    rules: approval.rules,
+  });
+}
+
+/** The approval as shown: {@link shownDigest} in place of its binding digest. */
+export function shownApproval(tenantId: string, approval: Approval): Approval {
+  const digest = shownDigest(tenantId, approval);
+  return digest === approval.digest ? approval : { ...approval, digest };
 }

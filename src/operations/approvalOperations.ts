@@ -2,6 +2,7 @@
  * Approvals: reading (with lazy expiry and a bounded long-poll), listing, approving and denying.
  * Creating and consuming them is part of an evaluation (`heldDecisions.ts`).
  */
+import { shownApproval } from '../approvals/approvalDigest.js';
 import { createApprovalWaiters, FIRST_POLL_MS, MAX_POLL_MS } from '../approvals/approvalWaiters.js';
 import { assertMayDecide, callerIdentity, IN_PROCESS_CALLER, mayRead } from '../approvals/approverCheck.js';
 import { GatehouseError } from '../errors.js';
@@ -144,7 +145,7 @@ export function approvalOperations(
       );
     }
     waiters.notify(`${tenantId}\n${approvalId}`);
-    return outcome.decided!;
+    return shownApproval(tenantId, outcome.decided!);
   }
 
   return {
@@ -167,7 +168,7 @@ export function approvalOperations(
         pause = Math.min(pause * 2, MAX_POLL_MS);
         approval = await readFresh(tenantId, approvalId);
       }
-      return approval;
+      return shownApproval(tenantId, approval);
     },
 
     async listApprovals(rawQuery, ctx) {
@@ -196,7 +197,7 @@ export function approvalOperations(
       const page = rows.slice(0, query.limit);
       const last = page[page.length - 1];
       return {
-        approvals: page,
+        approvals: page.map((approval) => shownApproval(tenantId, approval)),
         next_cursor: rows.length > query.limit && last ? encodeApprovalCursor(last.id) : null,
       };
     },

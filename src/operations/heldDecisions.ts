@@ -7,7 +7,7 @@
  * - else open a new request → Block `approval_required`.
  * The `gate_evaluation` event and the approval events land in the same transaction.
  */
-import { approvalDigest } from '../approvals/approvalDigest.js';
+import { approvalDigest, shownDigest } from '../approvals/approvalDigest.js';
 import { IN_PROCESS_CALLER, isRequester, requesterIdentity } from '../approvals/approverCheck.js';
 import { combineVerdicts, type GateReason, type GateResult } from '../gate/index.js';
 import type { CallContext } from '../gatehouseTypes.js';
@@ -190,7 +190,8 @@ export async function settleHeldDecision(shared: OperationContext, held: HeldEva
             policy_revision: approval.policy.revision,
             rules: approval.rules,
             reason: approval.reason,
-            digest: approval.digest,
+            // Never the binding digest of params with a secret masked: it would give the secret away.
+            digest: shownDigest(tenantId, approval),
             approvers: approval.approvers,
             uses: approval.uses,
             requested_by: approval.requested_by,

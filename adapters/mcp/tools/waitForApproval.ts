@@ -90,7 +90,13 @@ export const waitForApprovalTool = defineTool({
     // The decision comes from a fresh evaluation of the caller's call: the core releases it only
     // if its binding digest matches the approval's (same params, same state, same policy). The
     // caller was authenticated up to a minute ago: a key revoked during the wait gets no release.
-    if (approval.status === 'approved') await env.checkCaller?.();
+    if (approval.status === 'approved') {
+      await env.checkCaller?.();
+      // A call cancelled by now (its client gone, or it gave up) gets no answer: evaluating would
+      // take the approval's use for a release nobody receives.
+      if (signal?.aborted)
+        throw new GatehouseError('unavailable', 'The call was cancelled before its release.');
+    }
     const decision =
       approval.status === 'approved' ? await env.gatehouse.evaluate(evaluation, env.context) : null;
     return { structured: { approval, decision }, text: renderApprovalWait(approval, decision) };
