@@ -1,5 +1,5 @@
 /**
- * Second review of the console, in a real headless Chromium against a real `gatehouse serve`:
+ * The console in a real headless Chromium against a real `gatehouse serve`:
  * a secret proposed for a key whose current value is not secret stays masked, a notice in the
  * address bar cannot claim a decision that was not made, and a malformed address shows a page.
  * Screenshots go to test-artifacts/console/conflicts-*.png.
@@ -23,7 +23,7 @@ import {
 
 const STRIPE = 'sk_live_51H8abcdEFGHijklMNOPqrstUVwxyz0123456789AbCd';
 
-describe.skipIf(!hasChromium)('the console, second review, in Chromium', () => {
+describe.skipIf(!hasChromium)('the console: secret conflict sides and crafted addresses, in Chromium', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-console-conflicts-'));
   let server: ServeProcess;
   let browser: Browser;
