@@ -150,17 +150,21 @@ export function createHistoryStreamRoute(options: HistoryStreamOptions): WebRout
     let ended = false;
     const authorization = request.headers.get('authorization');
     /**
-     * Why the stream must end, null while the key is still good: it was revoked (or is unknown;
-     * the store's key cache hears of revocations), or a token cannot be checked now (its IdP is
-     * unavailable: the client reconnects, and gets 503 until the IdP is back).
+     * Why the stream must end, null while the credential is still good: a key was revoked (or is
+     * unknown; the store's key cache hears of revocations), a token is no longer accepted (it
+     * expired), or a token cannot be checked now (its IdP is unavailable: the client reconnects,
+     * and gets 503 until the IdP is back).
      */
     const keyEnds = async (): Promise<string | null> => {
       try {
         await authenticateBearer(keys, authorization, { authenticator: options.tokens, target: 'api' });
         return null;
       } catch (error) {
-        if (error instanceof GatehouseError && error.code === 'unauthorized')
-          return 'the API key was revoked';
+        if (error instanceof GatehouseError && error.code === 'unauthorized') {
+          return principal.record?.kind === 'oidc'
+            ? `the token is no longer accepted (${error.message})`
+            : 'the API key was revoked';
+        }
         if (error instanceof GatehouseError && error.code === 'unavailable') {
           return 'the token cannot be checked now (its identity provider is unavailable); reconnect with Last-Event-ID';
         }

@@ -287,6 +287,42 @@ describe('GET /v1/history/stream (web face)', () => {
     );
   });
 
+  it('ends, saying why, when its token is no longer accepted (it expired)', async () => {
+    let expired = false;
+    const tokens: TokenAuthenticator = {
+      issuers: ['https://idp.test'],
+      scopesSupported: [],
+      scopesGranting: () => [],
+      async authenticate() {
+        if (expired) throw new GatehouseError('unauthorized', 'The token has expired.');
+        return {
+          tenantId: 'default',
+          keyId: 'sub_0123456789abcdef',
+          scopes: ['history:read'],
+          sources: [],
+          labels: [],
+          record: { kind: 'oidc', iss: 'https://idp.test', sub: 'user-1' },
+        };
+      },
+    };
+    app.close();
+    app = createHttpApp({
+      gatehouse: gh,
+      rateLimit: false,
+      historyStream: { pollMs: 60_000 },
+      identity: { tokens, publicUrl: 'http://gatehouse.test' },
+    });
+    const sse = sseReader(
+      (await app.request('/v1/history/stream', { headers: auth('header.payload.sig') })).body!,
+    );
+    await write('s1', '1');
+    expect((await sse.next(1))[0]!.data).toMatchObject({ seq: 1 });
+    expired = true;
+    await write('s1', '2');
+    expect(await sse.next(1)).toEqual([]);
+    expect(sse.comments).toContain(': closed: the token is no longer accepted (The token has expired.)');
+  });
+
   it('ends when another process revokes its key (`gatehouse keys revoke` on the same database file)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'gatehouse-revoke-'));
     const filename = join(dir, 'gatehouse.db');
