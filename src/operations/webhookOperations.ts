@@ -11,6 +11,9 @@ import { assertPlausibleId, notFound } from './notFound.js';
 import type { OperationContext } from './operationContext.js';
 import { publicWebhook } from './webhookViews.js';
 
+/** Secrets that sign a webhook's deliveries at once, at most: the new one and the newest earlier ones still in their overlap. */
+const MAX_SIGNING_SECRETS = 4;
+
 /** Webhook subscriptions and their deliveries. */
 export function webhookOperations(
   core: OperationContext,
@@ -90,7 +93,12 @@ export function webhookOperations(
                   ...s,
                   expires_at: s.expires_at === null || s.expires_at > until ? until : s.expires_at,
                 }));
-        const secrets = [...overlapping, { secret, created_at: nowIso, expires_at: null }];
+        // At most the newest few keep signing: each signs every delivery, and rotations in a row
+        // within one overlap would otherwise grow the signature header past what receivers take.
+        const secrets = [
+          ...overlapping.slice(-(MAX_SIGNING_SECRETS - 1)),
+          { secret, created_at: nowIso, expires_at: null },
+        ];
         await tx.updateWebhook(tenantId, webhookId, { secrets, updated_at: nowIso });
         return { ...webhook, secrets, updated_at: nowIso };
       });

@@ -70,4 +70,16 @@ describe.each(STORE_TARGETS)('concurrent rotations ($name)', (target) => {
       await gh.deleteWebhook(hook.id);
     }
   });
+
+  it('sign with at most the new secret and the three newest earlier ones, however often rotated', async () => {
+    const store = await target.open(target.place());
+    cleanups.push(() => store.close());
+    const gh = createGatehouse({ store, checkWebhookUrl: async () => undefined });
+    const hook = await gh.createWebhook({ url: 'https://hooks.example.org/h', events: ['state_change'] });
+    const handed: string[] = [];
+    for (let i = 0; i < 10; i++) handed.push((await gh.rotateWebhookSecret(hook.id)).secret);
+    const stored = await store.getWebhook('default', hook.id);
+    expect(stored!.secrets.map((s) => s.secret)).toEqual(handed.slice(-4));
+    expect(stored!.secrets.filter((s) => s.expires_at === null)).toHaveLength(1);
+  });
 });
