@@ -92,7 +92,7 @@ export function decisionOperations(
         maskedParams: maskedParams as Record<string, unknown>,
         maskedContext: maskedContext as Record<string, unknown>,
         secrets,
-        openConflicts: conflicts.map((c) => c.conflict_id),
+        conflicts,
         read,
       });
     }
@@ -108,7 +108,7 @@ export function decisionOperations(
     await tenantTransaction(
       tenantId,
       async (tx) => {
-        await assertUnchanged(tx, tenantId, input.session_id, read);
+        await assertUnchanged(tx, tenantId, input.session_id, read, conflicts);
         await append(tx, tenantId, [event], ctx);
       },
       { rerunnable: true, items: read.map((r) => ({ sessionId: input.session_id, key: r.key })) },

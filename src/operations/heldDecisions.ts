@@ -11,7 +11,7 @@ import { approvalDigest, shownDigest } from '../approvals/approvalDigest.js';
 import { IN_PROCESS_CALLER, isRequester, requesterIdentity } from '../approvals/approverCheck.js';
 import { combineVerdicts, type GateReason, type GateResult } from '../gate/index.js';
 import type { CallContext } from '../gatehouseTypes.js';
-import type { Approval, Decision } from '../schemas.js';
+import type { Approval, Conflict, Decision } from '../schemas.js';
 import { maskDecision, maskSecrets } from '../state/maskSecrets.js';
 import type { StoreTx } from '../store.js';
 import type { EventDraft } from './appendEvents.js';
@@ -31,8 +31,8 @@ export interface HeldEvaluation {
   maskedParams: Record<string, unknown>;
   maskedContext: Record<string, unknown>;
   secrets: ReadonlySet<string>;
-  /** IDs of the session's open conflicts the evaluation saw. */
-  openConflicts: readonly string[];
+  /** The session's open conflicts the evaluation saw (checked again in the transaction). */
+  conflicts: readonly Conflict[];
   /** The items the decision depends on, as read: checked again in the transaction. */
   read: readonly ItemRead[];
 }
@@ -118,7 +118,7 @@ export async function settleHeldDecision(shared: OperationContext, held: HeldEva
     action: base.action,
     params: held.params,
     stateVersions: base.state_versions,
-    openConflicts: held.openConflicts,
+    openConflicts: held.conflicts.map((c) => c.conflict_id),
     policyRevision: base.policy.revision,
     rules: hold.rules,
   });
@@ -129,7 +129,7 @@ export async function settleHeldDecision(shared: OperationContext, held: HeldEva
     // Every event writer of the tenant takes this lock anyway; taking it first makes "find the
     // approval, then consume or create it" one step across instances.
     await tx.lockChainHead(tenantId);
-    await assertUnchanged(tx, tenantId, base.session_id, held.read);
+    await assertUnchanged(tx, tenantId, base.session_id, held.read, held.conflicts);
     const before: EventDraft[] = [];
     const after: EventDraft[] = [];
     let live = await tx.latestApprovalByDigest(tenantId, digest);

@@ -9,6 +9,7 @@
  */
 import type { StateView } from '../gate/gateTypes.js';
 import { KEY_SET_READ } from '../gate/stateReads.js';
+import type { Conflict } from '../schemas.js';
 import type { StoreTx } from '../store.js';
 
 /** Thrown in an evaluation's transaction when an item it read was erased since: nothing is written. */
@@ -47,7 +48,9 @@ export function itemsRead(
 /**
  * Locks and reads each item again in `tx` (which holds the tenant's chain head, as every writer of
  * the tenant does first); when a later version was written meanwhile, reads the version it read
- * (a version's value never changes but by an erasure).
+ * (a version's value never changes but by an erasure). Each open conflict the evaluation saw (a
+ * rule may quote its values without reading its item) is read again too: its values are erased
+ * with its session or by retention, and a resolution in between is no reason.
  * @throws {StaleRead} when one was erased since it was read.
  */
 export async function assertUnchanged(
@@ -55,7 +58,19 @@ export async function assertUnchanged(
   tenantId: string,
   sessionId: string,
   read: readonly ItemRead[],
+  conflicts: readonly Conflict[],
 ): Promise<void> {
+  for (const seen of conflicts) {
+    const now = await tx.getConflict(tenantId, seen.conflict_id);
+    if (
+      now === null ||
+      now.resolution === 'erased' ||
+      now.current.value !== seen.current.value ||
+      now.proposed.value !== seen.proposed.value
+    ) {
+      throw new StaleRead();
+    }
+  }
   for (const { key, version, value } of read) {
     const now = await tx.lockItem(tenantId, sessionId, key);
     if (now === null || (now.version === version && now.status === 'erased')) throw new StaleRead();
