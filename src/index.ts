@@ -192,7 +192,7 @@ export * from './schemas.js';
 export { canonicalKey, keyCategory } from './state/canonicalKey.js';
 export { type Classification, classify, maskValue, type Sensitivity } from './state/classify.js';
 export { decideWrite, type WriteOutcome, type WriteSide } from './state/conflictRules.js';
-export { maskSecrets } from './state/maskSecrets.js';
+export { collectSecrets, maskSecrets } from './state/maskSecrets.js';
 export { maxClaimableTrust } from './state/sourceTrust.js';
 export type * from './store.js';
 export { STORE_TABLE_KEYS, STORE_TABLES } from './store.js';

@@ -15,6 +15,7 @@ import {
   OutcomeReports,
   reportError,
   type SessionOption,
+  secretsOf,
   sessionOf,
   type ToolGateOptions,
   uncheckedReason,
@@ -152,7 +153,7 @@ function gateTool(
       });
     }
     if (decision.verdict === 'Block') throw new ActionBlockedError(decision);
-    return runRecorded(() => execute(input, callOptions), decision.decision_id, outcomes);
+    return runRecorded(() => execute(input, callOptions), decision.decision_id, outcomes, input);
   };
 
   const copy = Object.create(
@@ -171,6 +172,7 @@ async function runRecorded(
   run: () => unknown,
   decisionId: string,
   outcomes: OutcomeReports,
+  input: unknown,
 ): Promise<unknown> {
   try {
     let result = await run();
@@ -182,7 +184,8 @@ async function runRecorded(
     outcomes.succeeded(decisionId);
     return result;
   } catch (error) {
-    outcomes.failed(decisionId, error);
+    // An error often quotes the tool's input: its secrets are masked in the outcome, as in params.
+    outcomes.failed(decisionId, error, secretsOf(input));
     throw error;
   }
 }

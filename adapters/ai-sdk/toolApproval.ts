@@ -14,6 +14,7 @@ import {
   OutcomeReports,
   reportError,
   type SessionOption,
+  secretsOf,
   sessionOf,
   type ToolGateOptions,
   uncheckedReason,
@@ -69,7 +70,8 @@ export function gatehouseToolApproval<RUNTIME_CONTEXT = unknown>(
   // The decision that let each call through, for the outcome report after it ran: under the tool's
   // name too, as the model may give one ID to calls of two tools in a step. Not under the input,
   // which the tool may change while it runs.
-  const running = new CallMemory<string>();
+  // With the secrets of the call's input: its error may quote them, and its outcome must not.
+  const running = new CallMemory<{ decisionId: string; secrets: ReadonlySet<string> }>();
   const runningKey = (toolName: string, toolCallId: string) => `${toolName}\u0000${toolCallId}`;
 
   const approve = async (call: ToolApprovalCall<RUNTIME_CONTEXT>): Promise<ToolApprovalVerdict> => {
@@ -93,10 +95,16 @@ export function gatehouseToolApproval<RUNTIME_CONTEXT = unknown>(
     }
     switch (decision.verdict) {
       case 'Allow':
-        running.set(runningKey(action, toolCallId), decision.decision_id);
+        running.set(runningKey(action, toolCallId), {
+          decisionId: decision.decision_id,
+          secrets: secretsOf(call.toolCall.input),
+        });
         return { type: 'not-applicable' };
       case 'Warn':
-        running.set(runningKey(action, toolCallId), decision.decision_id);
+        running.set(runningKey(action, toolCallId), {
+          decisionId: decision.decision_id,
+          secrets: secretsOf(call.toolCall.input),
+        });
         return { type: 'approved', reason: decision.reason };
       case 'Block':
         if (!isHeld(decision)) return { type: 'denied', reason: decision.reason };
@@ -112,10 +120,11 @@ export function gatehouseToolApproval<RUNTIME_CONTEXT = unknown>(
   };
 
   const onToolExecutionEnd = (event: ToolExecutionEndLike): void => {
-    const decisionId = running.take(runningKey(event.toolCall.toolName, event.toolCall.toolCallId));
-    if (decisionId === undefined) return;
-    if (event.toolOutput.type === 'tool-error') outcomes.failed(decisionId, event.toolOutput.error);
-    else outcomes.succeeded(decisionId);
+    const taken = running.take(runningKey(event.toolCall.toolName, event.toolCall.toolCallId));
+    if (taken === undefined) return;
+    if (event.toolOutput.type === 'tool-error') {
+      outcomes.failed(taken.decisionId, event.toolOutput.error, taken.secrets);
+    } else outcomes.succeeded(taken.decisionId);
   };
 
   return Object.assign(approve, { onToolExecutionEnd, flush: () => outcomes.flush() });

@@ -59,6 +59,21 @@ function diagLevel(env: NodeJS.ProcessEnv): DiagLogLevel {
 }
 
 /**
+ * Runs `build` with `OTEL_LOG_LEVEL` out of `process.env`: with it set, the SDK's constructor puts
+ * a console logger in place of ours and logs through it while it is built, to stdout for debug
+ * and info (into the MCP stdio protocol, which a client then cannot parse).
+ */
+function withoutLogLevelVariable<T>(build: () => T): T {
+  const level = process.env['OTEL_LOG_LEVEL'];
+  delete process.env['OTEL_LOG_LEVEL'];
+  try {
+    return build();
+  } finally {
+    if (level !== undefined) process.env['OTEL_LOG_LEVEL'] = level;
+  }
+}
+
+/**
  * Starts the Node SDK when {@link telemetryRequested}; otherwise does nothing (and loads nothing).
  * Traces go out when a traces (or the general) endpoint is set, metrics when a metrics (or the
  * general) endpoint is. Never throws: without the SDK installed it logs how to add it and the
@@ -83,21 +98,23 @@ export async function startTelemetry(options: StartTelemetryOptions): Promise<Te
     return undefined;
   }
   const { NodeSDK, resources } = sdkModule;
-  // Constructing the SDK replaces the diagnostics logger with a console one when OTEL_LOG_LEVEL is
-  // set (stdout for info): set ours after it.
+  // Ours first, so what the SDK says while it is built goes to the log too.
+  diag.setLogger(diagLogger(log), { logLevel: diagLevel(env), suppressOverrideMessage: true });
   const named =
     (env['OTEL_SERVICE_NAME'] ?? '') !== '' ||
     /(^|,)\s*service\.name=/.test(env['OTEL_RESOURCE_ATTRIBUTES'] ?? '');
-  const sdk = new NodeSDK({
-    // Not the process detector: `process.command_args` would export `--database-url` with its password.
-    resourceDetectors: [resources.envDetector, resources.hostDetector],
-    ...(named ? {} : { serviceName: 'gatehouse' }),
-    ...(isSet(env, TRACES) ? {} : { spanProcessors: [] }),
-    ...(isSet(env, METRICS) ? {} : { metricReaders: [] }),
-    // Gatehouse logs through pino; an OTLP log pipeline would only ever be empty.
-    logRecordProcessors: [],
-  });
-  diag.setLogger(diagLogger(log), { logLevel: diagLevel(env), suppressOverrideMessage: true });
+  const sdk = withoutLogLevelVariable(
+    () =>
+      new NodeSDK({
+        // Not the process detector: `process.command_args` would export `--database-url` with its password.
+        resourceDetectors: [resources.envDetector, resources.hostDetector],
+        ...(named ? {} : { serviceName: 'gatehouse' }),
+        ...(isSet(env, TRACES) ? {} : { spanProcessors: [] }),
+        ...(isSet(env, METRICS) ? {} : { metricReaders: [] }),
+        // Gatehouse logs through pino; an OTLP log pipeline would only ever be empty.
+        logRecordProcessors: [],
+      }),
+  );
   try {
     sdk.start();
   } catch (error) {

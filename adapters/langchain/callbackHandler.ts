@@ -8,7 +8,7 @@ import type { Serialized } from '@langchain/core/load/serializable';
 import type { LLMResult } from '@langchain/core/outputs';
 import { context, type Span, trace } from '@opentelemetry/api';
 import { GatehouseError, markSpanFailed, tracer } from '../../src/index.js';
-import { ActionBlockedError, OutcomeReports } from '../toolgate/index.js';
+import { ActionBlockedError, OutcomeReports, secretsOf } from '../toolgate/index.js';
 import {
   type GateOptions,
   gateToolCall,
@@ -58,8 +58,8 @@ export class GatehouseCallbackHandler extends BaseCallbackHandler {
   name = 'gatehouse';
   readonly #options: GateOptions;
   readonly #outcomes: OutcomeReports;
-  /** runId → decision ID of a tool that was let through. */
-  readonly #decisions = new Map<string, string>();
+  /** runId → decision ID of a tool that was let through, and the secrets among its arguments. */
+  readonly #decisions = new Map<string, { decisionId: string; secrets: ReadonlySet<string> }>();
   /** Root run → toolCallId → the tool names the model asked for under that ID in the run. */
   readonly #calledNames = new Map<string, Map<string, string[]>>();
   /** runId → parent run, for the chains and tools under way: finds the run a call belongs to. */
@@ -163,10 +163,11 @@ export class GatehouseCallbackHandler extends BaseCallbackHandler {
     // children. A callback cannot make it the tool's own active context.
     const { name, attributes } = toolCallSpan({ action, toolCallId });
     const span = tracer.startSpan(name, { attributes });
+    const params = toolParams(input);
     let decision: Awaited<ReturnType<typeof gateToolCall>>;
     try {
       decision = await context.with(trace.setSpan(context.active(), span), () =>
-        gateToolCall(this.#options, { action, params: toolParams(input), toolCallId, run: { metadata } }),
+        gateToolCall(this.#options, { action, params, toolCallId, run: { metadata } }),
       );
     } catch (error) {
       markSpanFailed(span, error);
@@ -178,7 +179,7 @@ export class GatehouseCallbackHandler extends BaseCallbackHandler {
       span.end();
       throw new ActionBlockedError(decision);
     }
-    remember(this.#decisions, runId, decision.decision_id);
+    remember(this.#decisions, runId, { decisionId: decision.decision_id, secrets: secretsOf(params) });
     remember(this.#spans, runId, span);
     // A tool may run an agent of its own: its calls belong to this run too.
     if (parentRunId !== undefined) remember(this.#parents, runId, parentRunId);
@@ -191,16 +192,16 @@ export class GatehouseCallbackHandler extends BaseCallbackHandler {
   override handleToolEnd(output: unknown, runId: string): void {
     this.#parents.delete(runId);
     this.#endSpan(runId);
-    const decisionId = this.#take(runId);
-    if (decisionId !== undefined) reportToolResult(this.#outcomes, decisionId, output);
+    const taken = this.#take(runId);
+    if (taken !== undefined) reportToolResult(this.#outcomes, taken.decisionId, output, taken.secrets);
   }
 
   /** Starts recording `failed` with the error's first words; the error does not wait for it. Never throws. */
   override handleToolError(error: unknown, runId: string): void {
     this.#parents.delete(runId);
     this.#endSpan(runId, error);
-    const decisionId = this.#take(runId);
-    if (decisionId !== undefined) this.#outcomes.failed(decisionId, error);
+    const taken = this.#take(runId);
+    if (taken !== undefined) this.#outcomes.failed(taken.decisionId, error, taken.secrets);
   }
 
   /** The names the model used for `toolCallId` in the run of `parentRunId`. */
@@ -233,9 +234,9 @@ export class GatehouseCallbackHandler extends BaseCallbackHandler {
     span.end();
   }
 
-  #take(runId: string): string | undefined {
-    const decisionId = this.#decisions.get(runId);
+  #take(runId: string): { decisionId: string; secrets: ReadonlySet<string> } | undefined {
+    const taken = this.#decisions.get(runId);
     this.#decisions.delete(runId);
-    return decisionId;
+    return taken;
   }
 }

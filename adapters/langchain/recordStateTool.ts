@@ -5,7 +5,7 @@
  */
 import { tool } from '@langchain/core/tools';
 import { z } from 'zod';
-import { DEFAULT_TYPES, isGatehouseError } from '../../src/index.js';
+import { DEFAULT_TYPES, isGatehouseError, maskValue } from '../../src/index.js';
 import type { GateBackend } from '../toolgate/index.js';
 import { requireSession } from './sessionRule.js';
 
@@ -82,7 +82,12 @@ export function createRecordStateTool(options: RecordStateToolOptions) {
             ? {}
             : {
                 conflict_id: result.conflict.conflict_id,
-                note: `A more trusted value ('${result.conflict.current.value}') stays in force until the conflict is resolved.`,
+                // The model reads this (and its transcript keeps it): a secret in force is masked,
+                // or a guess at a password would be answered with the password.
+                note: `A more trusted value ('${maskValue(
+                  result.conflict.current.value,
+                  result.conflict.current.sensitivity ?? result.item.sensitivity,
+                )}') stays in force until the conflict is resolved.`,
               }),
         });
       } catch (error) {

@@ -203,11 +203,19 @@ function toolMessageText(output: unknown): string {
   return typeof content === 'string' ? content : (JSON.stringify(content) ?? '');
 }
 
-/** Starts recording what a LangChain tool returned: `failed` for an error ToolMessage, else `succeeded`. */
-export function reportToolResult(outcomes: OutcomeReports, decisionId: string, output: unknown): void {
+/**
+ * Starts recording what a LangChain tool returned: `failed` for an error ToolMessage (its text with
+ * `secrets` masked), else `succeeded`.
+ */
+export function reportToolResult(
+  outcomes: OutcomeReports,
+  decisionId: string,
+  output: unknown,
+  secrets: ReadonlySet<string>,
+): void {
   outcomes.record(decisionId, () =>
     (output as { status?: unknown } | null)?.status === 'error'
-      ? { outcome: 'failed', detail: shortDetail(toolMessageText(output)) }
+      ? { outcome: 'failed', detail: shortDetail(toolMessageText(output), secrets) }
       : { outcome: 'succeeded' },
   );
 }

@@ -11,6 +11,7 @@ export {
   type GateErrorContext,
   type OutcomeReportOptions,
   OutcomeReports,
+  secretsOf,
   shortDetail,
 } from './outcomeReports.js';
 export { checkSessionOption, type SessionOption, sessionOf } from './sessionOption.js';

@@ -2,7 +2,7 @@
  * The outcome reports of one face: what happened after a gated tool ran, recorded under the
  * decision that let it run, written while the agent goes on.
  */
-import type { OutcomeInput } from '../../src/index.js';
+import { collectSecrets, maskSecrets, type OutcomeInput } from '../../src/index.js';
 import type { GateBackend } from './gateBackend.js';
 
 /** Where a face reports a failure of its own work (never the agent's). */
@@ -25,14 +25,28 @@ export interface OutcomeReportOptions {
 /** Longest `detail` sent with a failed outcome; the point is a hint, not a log. */
 const DETAIL_CHARS = 200;
 
-/** The first characters of an error's message (or of a text), for an outcome's `detail`. */
-export function shortDetail(error: unknown): string {
-  const text =
+/**
+ * The secrets among a call's arguments (by their names or shapes, as the history masks them in
+ * `params`): a tool's error often quotes its input, and its outcome must not carry them in plain.
+ */
+export function secretsOf(...params: unknown[]): ReadonlySet<string> {
+  const secrets = new Set<string>();
+  for (const p of params) collectSecrets(p, 'params', secrets);
+  return secrets;
+}
+
+/**
+ * The first characters of an error's message (or of a text), for an outcome's `detail`, with
+ * `secrets` masked first (so none is cut in half and shown in part).
+ */
+export function shortDetail(error: unknown, secrets: ReadonlySet<string> = new Set()): string {
+  const raw =
     error instanceof Error
       ? `${error.name}: ${error.message}`
       : typeof error === 'string'
         ? error
         : (JSON.stringify(error) ?? String(error));
+  const text = secrets.size === 0 ? raw : String(maskSecrets(raw, 'detail', secrets));
   return text.length > DETAIL_CHARS ? `${text.slice(0, DETAIL_CHARS - 1)}…` : text;
 }
 
@@ -55,9 +69,12 @@ export class OutcomeReports {
     this.record(decisionId, () => ({ outcome: 'succeeded' }));
   }
 
-  /** Starts recording `failed` with the first words of `cause` (an error, or the tool's error text). */
-  failed(decisionId: string, cause: unknown): void {
-    this.record(decisionId, () => ({ outcome: 'failed', detail: shortDetail(cause) }));
+  /**
+   * Starts recording `failed` with the first words of `cause` (an error, or the tool's error
+   * text), the call's `secrets` masked (see {@link secretsOf}).
+   */
+  failed(decisionId: string, cause: unknown, secrets?: ReadonlySet<string>): void {
+    this.record(decisionId, () => ({ outcome: 'failed', detail: shortDetail(cause, secrets) }));
   }
 
   /**
