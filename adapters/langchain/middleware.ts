@@ -8,7 +8,7 @@ import { interopSafeParseAsync, isInteropZodSchema } from '@langchain/core/utils
 import { interrupt } from '@langchain/langgraph';
 import { type AgentMiddleware, createMiddleware } from 'langchain';
 import { type Decision, inSpan } from '../../src/index.js';
-import { OutcomeReports, secretsOf } from '../toolgate/index.js';
+import { jsonForm, OutcomeReports, secretsOf } from '../toolgate/index.js';
 import {
   type GateOptions,
   gateToolCall,
@@ -71,22 +71,6 @@ export function blockedToolMessage(decision: Decision, toolCall: Pick<ToolCall, 
 }
 
 /**
- * A `JSON.stringify` replacer for what a schema may make that JSON has no form for: a bigint as
- * its digits, a Set as an array of its members, a Map as an object of its entries (an array of
- * `[key, value]` pairs when a key is not a string). Stringified as they are, a Set or a Map is
- * `{}`: a policy counting the recipients of a Set saw none.
- */
-function jsonFormOf(_key: string, value: unknown): unknown {
-  if (typeof value === 'bigint') return value.toString();
-  if (value instanceof Set) return [...value];
-  if (value instanceof Map) {
-    const entries = [...value];
-    return entries.every(([key]) => typeof key === 'string') ? Object.fromEntries(entries) : entries;
-  }
-  return value;
-}
-
-/**
  * The arguments the tool will run with: the model's, parsed by the tool's zod schema as LangChain
  * parses them before the call (defaults filled in, strings trimmed or coerced), in their JSON form
  * (a date as its ISO string), as the history records them. Gating the model's raw arguments let a
@@ -102,7 +86,7 @@ async function argumentsToolRunsWith(
   const parsed = await interopSafeParseAsync(schema, raw);
   if (!parsed.success) return raw;
   try {
-    const text = JSON.stringify(parsed.data, jsonFormOf);
+    const text = JSON.stringify(parsed.data, jsonForm);
     const json: unknown = JSON.parse(text);
     return json !== null && typeof json === 'object' && !Array.isArray(json)
       ? (json as Record<string, unknown>)

@@ -6,7 +6,7 @@
 export { ActionBlockedError, isActionBlockedError } from './actionBlockedError.js';
 export { CallMemory, callKey } from './callMemory.js';
 export { type GateBackend, inProcessBackend } from './gateBackend.js';
-export { jsonParams } from './jsonParams.js';
+export { jsonForm, jsonParams } from './jsonParams.js';
 export {
   type GateErrorContext,
   type OutcomeReportOptions,
