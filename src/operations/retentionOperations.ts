@@ -252,22 +252,26 @@ export function retentionOperations(
       }
       if (settings.history_after !== undefined && report.problem === null) {
         const before = new Date(now - settings.history_after * DAY_MS).toISOString();
-        const older = await shared.store.transaction((tx) => tx.lastSeqBefore(tenantId, before));
+        const { older, first } = await shared.store.transaction(async (tx) => ({
+          older: await tx.lastSeqBefore(tenantId, before),
+          first: await tx.firstEventSeq(tenantId),
+        }));
         const through = older !== null && firstHeld !== null ? Math.min(older, firstHeld - 1) : older;
-        const first = await shared.store.transaction((tx) => tx.firstEventSeq(tenantId));
-        if (through !== null && first !== null && through >= first && options?.pruneHeld !== undefined) {
-          report.problem = `prune of events ${first}-${through} left for a later run: ${options.pruneHeld}`;
-        } else if (through !== null && first !== null && through >= first) {
-          try {
-            report.pruned = await prune.pruneHistory(
-              {
-                through_seq: through,
-                ...(settings.allow_below_floor ? { allow_below_floor: true } : {}),
-              },
-              ctx,
-            );
-          } catch (error) {
-            report.problem = error instanceof Error ? error.message : String(error);
+        if (through !== null && first !== null && through >= first) {
+          if (options?.pruneHeld !== undefined) {
+            report.problem = `prune of events ${first}-${through} left for a later run: ${options.pruneHeld}`;
+          } else {
+            try {
+              report.pruned = await prune.pruneHistory(
+                {
+                  through_seq: through,
+                  ...(settings.allow_below_floor ? { allow_below_floor: true } : {}),
+                },
+                ctx,
+              );
+            } catch (error) {
+              report.problem = error instanceof Error ? error.message : String(error);
+            }
           }
         }
       }
