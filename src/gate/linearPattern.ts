@@ -10,7 +10,9 @@
  * The conditions are V8's (`ExperimentalRegExp::CanBeHandled`), read on the pattern as V8 parses
  * it without flags (cel-js gives none): no lookaround, no backreference, and no repetition bound
  * above {@link MAX_REPLICATION}, counting nested repetitions multiplied (`{n,m}` counts m, an
- * open `{n,}`, `+` or `*` counts n + 1). A test compares this with V8 itself.
+ * open `{n,}`, `+` or `*` counts n + 1). That is Node 20's V8; later ones count an open bound as
+ * n, so this keeps the stricter count and a policy loads alike on every supported Node. A test
+ * compares this with the V8 it runs on.
  */
 
 /** V8's `kMaxReplicationFactor`: how often the linear engine may copy a repeated part. */
