@@ -1,4 +1,5 @@
-import type { ConflictView, GateInput, StateView } from '../../src/gate/index.js';
+import { expect } from 'vitest';
+import { type ConflictView, compilePolicy, type GateInput, type StateView } from '../../src/gate/index.js';
 
 /** A Friday, 10:00 UTC. */
 export const NOW = new Date('2025-01-03T10:00:00.000Z');
@@ -36,3 +37,21 @@ export function conflict(key: string, overrides: Partial<ConflictView> = {}): Co
 export function input(action: string, overrides: Partial<GateInput> = {}): GateInput {
   return { action, params: {}, context: {}, state: {}, conflicts: [], now: NOW, ...overrides };
 }
+
+/** A policy of one rule that blocks when `when` holds (Allow otherwise). */
+export function oneRulePolicy(when: string) {
+  return compilePolicy(
+    `version: 1\ndefault_verdict: Allow\nrules:\n  - name: r\n    when: ${JSON.stringify(when)}\n    verdict: Block\n`,
+  );
+}
+
+/** A CEL list literal of `n` ints: `[0, 1, …]`. */
+export const intListLiteral = (n: number) => `[${Array.from({ length: n }, (_, i) => i).join(', ')}]`;
+
+/** The reason of an evaluation its cost budget stopped. */
+export const COST_LIMIT_REASON = {
+  rule: 'policy_error',
+  verdict: 'Block',
+  message: expect.stringContaining('evaluation cost limit exceeded'),
+  keys: [],
+};

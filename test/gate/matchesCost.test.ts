@@ -7,21 +7,7 @@
  * A call now costs the square of its subject's length (/ 256), charged before it runs.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { compilePolicy } from '../../src/gate/index.js';
-import { input } from './gateFixtures.js';
-
-function policyWith(when: string) {
-  return compilePolicy(
-    `version: 1\ndefault_verdict: Allow\nrules:\n  - name: r\n    when: ${JSON.stringify(when)}\n    verdict: Block\n`,
-  );
-}
-const literal = (n: number) => `[${Array.from({ length: n }, (_, i) => i).join(', ')}]`;
-const costError = {
-  rule: 'policy_error',
-  verdict: 'Block',
-  message: expect.stringContaining('evaluation cost limit exceeded'),
-  keys: [],
-};
+import { COST_LIMIT_REASON, input, intListLiteral, oneRulePolicy } from './gateFixtures.js';
 
 // Counts the runs of a policy's patterns over long subjects (cel-js matches with RegExp#test).
 const original = RegExp.prototype.test;
@@ -41,22 +27,24 @@ describe('matches() over long subjects', () => {
   it.each(['[a-z]+@corp\\.com', '.*password.*'])(
     'fails closed, without running it, on a pattern that is quadratic over 16 KiB: %s',
     (pattern) => {
-      const policy = policyWith(`params.s.matches('${pattern.replaceAll('\\', '\\\\')}')`);
+      const policy = oneRulePolicy(`params.s.matches('${pattern.replaceAll('\\', '\\\\')}')`);
       const result = policy.evaluate(input('x', { params: { s: 'x'.repeat(16_000) } }));
-      expect(result.reasons).toEqual([costError]);
+      expect(result.reasons).toEqual([COST_LIMIT_REASON]);
       expect(runs).toBe(0);
     },
   );
 
   it('stops a loop of matches() over a long subject within the budget', () => {
-    const policy = policyWith(`${literal(100)}.exists(i, params.s.matches('.*y'))`);
+    const policy = oneRulePolicy(`${intListLiteral(100)}.exists(i, params.s.matches('.*y'))`);
     const result = policy.evaluate(input('x', { params: { s: 'x'.repeat(4000) } }));
-    expect(result.reasons).toEqual([costError]);
+    expect(result.reasons).toEqual([COST_LIMIT_REASON]);
     expect(runs).toBeLessThan(10);
   });
 
   it('still decides on ordinary subjects, and right', () => {
-    const policy = policyWith("params.to.matches('^[a-z.]+@corp\\\\.com$') && params.body.matches('secret')");
+    const policy = oneRulePolicy(
+      "params.to.matches('^[a-z.]+@corp\\\\.com$') && params.body.matches('secret')",
+    );
     const body = `${'lorem ipsum '.repeat(300)} secret`;
     expect(
       policy.evaluate(input('x', { params: { to: 'ann@corp.com', body } })).reasons.map((r) => r.rule),

@@ -6,21 +6,7 @@
  * budget ran out. Each such call now costs what it takes.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { compilePolicy } from '../../src/gate/index.js';
-import { input } from './gateFixtures.js';
-
-function policyWith(when: string) {
-  return compilePolicy(
-    `version: 1\ndefault_verdict: Allow\nrules:\n  - name: r\n    when: ${JSON.stringify(when)}\n    verdict: Block\n`,
-  );
-}
-const literal = (n: number) => `[${Array.from({ length: n }, (_, i) => i).join(', ')}]`;
-const costError = {
-  rule: 'policy_error',
-  verdict: 'Block',
-  message: expect.stringContaining('evaluation cost limit exceeded'),
-  keys: [],
-};
+import { COST_LIMIT_REASON, input, intListLiteral, oneRulePolicy } from './gateFixtures.js';
 
 // Counts the time-zone conversions an evaluation makes (cel-js converts with toLocaleString).
 const original = Date.prototype.toLocaleString;
@@ -38,23 +24,23 @@ afterEach(() => {
 
 describe('time-zone conversions within the evaluation budget', () => {
   it('stops a rule converting once per element of an agent-sized list: policy_error', () => {
-    const policy = policyWith('params.tz.exists(z, now.getHours(z) == 3)');
+    const policy = oneRulePolicy('params.tz.exists(z, now.getHours(z) == 3)');
     const tz = Array.from({ length: 2700 }, () => 'UTC');
     const result = policy.evaluate(input('x', { params: { tz } }));
-    expect(result.reasons).toEqual([costError]);
+    expect(result.reasons).toEqual([COST_LIMIT_REASON]);
     expect(conversions).toBeLessThanOrEqual(250);
   });
 
   it('stops a nest over literals converting on every iteration: policy_error', () => {
-    const policy = policyWith(
-      `${literal(1000)}.all(a, ${literal(100)}.all(b, now.getHours('America/New_York') >= 0))`,
+    const policy = oneRulePolicy(
+      `${intListLiteral(1000)}.all(a, ${intListLiteral(100)}.all(b, now.getHours('America/New_York') >= 0))`,
     );
-    expect(policy.evaluate(input('x')).reasons).toEqual([costError]);
+    expect(policy.evaluate(input('x')).reasons).toEqual([COST_LIMIT_REASON]);
     expect(conversions).toBeLessThanOrEqual(250);
   });
 
   it('charges zones that do not exist too', () => {
-    const policy = policyWith('params.tz.exists(z, now.getHours(z) == 3)');
+    const policy = oneRulePolicy('params.tz.exists(z, now.getHours(z) == 3)');
     const tz = Array.from({ length: 1500 }, (_, i) => `Bad/${i}`);
     expect(policy.evaluate(input('x', { params: { tz } })).reasons).toHaveLength(1);
     expect(conversions).toBeLessThanOrEqual(250);
@@ -62,7 +48,7 @@ describe('time-zone conversions within the evaluation budget', () => {
 
   it('still answers rules that convert a few times, and right', () => {
     // 2025-01-03T10:00:00Z (the fixtures' NOW) is 11:00 in Paris, 05:00 in New York, on a Friday.
-    const policy = policyWith(
+    const policy = oneRulePolicy(
       "now.getHours('Europe/Paris') == 11 && now.getHours('America/New_York') == 5 && now.getDayOfWeek('Europe/Paris') == 5 && ['Asia/Tokyo', 'UTC'].all(z, now.getFullYear(z) == 2025)",
     );
     expect(policy.evaluate(input('x')).reasons.map((r) => r.rule)).toEqual(['r']);
