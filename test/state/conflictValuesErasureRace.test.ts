@@ -8,8 +8,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openSqliteStore, type SqliteStore } from '../../adapters/sqlite/index.js';
-import { compilePolicy, createGatehouse, type Store } from '../../src/index.js';
+import { openSqliteStore } from '../../adapters/sqlite/index.js';
+import { compilePolicy, createGatehouse } from '../../src/index.js';
+import { pausedOnce } from '../support/pausedStore.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-conflict-erasure-race-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -32,39 +33,12 @@ actions:
         approval: { expires_in: 1h }
 `;
 
-/** `store`, whose first `listConflicts` answers only once `resumed` settles (after `read`). */
-function pausedOnce(store: SqliteStore) {
-  let resume!: () => void;
-  const resumed = new Promise<void>((r) => (resume = r));
-  let readDone!: () => void;
-  const read = new Promise<void>((r) => (readDone = r));
-  let first = true;
-  const paused = new Proxy(store, {
-    get(target, property) {
-      if (property === 'listConflicts') {
-        return async (...args: Parameters<Store['listConflicts']>) => {
-          const conflicts = await target.listConflicts(...args);
-          if (first) {
-            first = false;
-            readDone();
-            await resumed;
-          }
-          return conflicts;
-        };
-      }
-      const value = Reflect.get(target, property, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  }) as Store;
-  return { paused, read, resume };
-}
-
 async function evaluationAcrossErasure(action: string, sameStore: boolean) {
   const filename = join(dir, `${sameStore ? 'same' : 'two'}-${Math.random().toString(36).slice(2)}.db`);
   const a = openSqliteStore({ filename });
   const b = sameStore ? a : openSqliteStore({ filename });
   const policy = compilePolicy(POLICY);
-  const { paused, read, resume } = pausedOnce(a);
+  const { paused, read, resume } = pausedOnce(a, 'listConflicts');
   const ghA = createGatehouse({ store: paused, policy });
   const ghB = createGatehouse({ store: b, policy });
   try {

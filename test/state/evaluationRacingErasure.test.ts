@@ -9,8 +9,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openSqliteStore, type SqliteStore } from '../../adapters/sqlite/index.js';
-import { compilePolicy, createGatehouse, type Store } from '../../src/index.js';
+import { openSqliteStore } from '../../adapters/sqlite/index.js';
+import { compilePolicy, createGatehouse } from '../../src/index.js';
+import { pausedOnce } from '../support/pausedStore.js';
 import { APPROVAL_POLICY, BUDGET_POLICY } from '../support/policies.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-erasure-race-'));
@@ -24,33 +25,6 @@ const item = (value: string) => ({
   source: 'user_input',
 });
 
-/** `store`, whose first `listItems` answers only once `resumed` settles (after `read`). */
-function pausedOnce(store: SqliteStore) {
-  let resume!: () => void;
-  const resumed = new Promise<void>((r) => (resume = r));
-  let readDone!: () => void;
-  const read = new Promise<void>((r) => (readDone = r));
-  let first = true;
-  const paused = new Proxy(store, {
-    get(target, property) {
-      if (property === 'listItems') {
-        return async (tenantId: string, sessionId: string) => {
-          const items = await target.listItems(tenantId, sessionId);
-          if (first) {
-            first = false;
-            readDone();
-            await resumed;
-          }
-          return items;
-        };
-      }
-      const value = Reflect.get(target, property, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  }) as Store;
-  return { paused, read, resume };
-}
-
 async function evaluationAcrossErasure(yaml: string, options: { sameStore: boolean; rewrite?: string }) {
   const filename = join(
     dir,
@@ -59,7 +33,7 @@ async function evaluationAcrossErasure(yaml: string, options: { sameStore: boole
   const a = openSqliteStore({ filename });
   const b = options.sameStore ? a : openSqliteStore({ filename });
   const policy = compilePolicy(yaml);
-  const { paused, read, resume } = pausedOnce(a);
+  const { paused, read, resume } = pausedOnce(a, 'listItems');
   const ghA = createGatehouse({ store: paused, policy });
   const ghB = createGatehouse({ store: b, policy });
   try {
