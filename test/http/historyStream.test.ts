@@ -246,55 +246,18 @@ describe('GET /v1/history/stream (web face)', () => {
     expect((await app.request('/v1/history/stream', { headers: auth(reader) })).status).toBe(401);
   });
 
-  it('ends, saying why, when a token can no longer be checked because its issuer is down', async () => {
-    let down = false;
+  /**
+   * Serves `app` with bearer tokens that `refusal` may turn away (none: a token holder with
+   * `history:read`), opens a stream with one, and reads the first event written after it.
+   */
+  async function tokenStream(refusal: () => GatehouseError | undefined) {
     const tokens: TokenAuthenticator = {
       issuers: ['https://idp.test'],
       scopesSupported: [],
       scopesGranting: () => [],
       async authenticate() {
-        if (down)
-          throw new GatehouseError('unavailable', 'The key set of https://idp.test answered HTTP 503.');
-        return {
-          tenantId: 'default',
-          keyId: 'sub_0123456789abcdef',
-          scopes: ['history:read'],
-          sources: [],
-          labels: [],
-        };
-      },
-    };
-    app.close();
-    app = createHttpApp({
-      gatehouse: gh,
-      rateLimit: false,
-      historyStream: { pollMs: 60_000 },
-      identity: { tokens, publicUrl: 'http://gatehouse.test' },
-    });
-    const sse = sseReader(
-      (await app.request('/v1/history/stream', { headers: auth('header.payload.sig') })).body!,
-    );
-    await write('s1', '1');
-    expect((await sse.next(1))[0]!.data).toMatchObject({ seq: 1 });
-    down = true;
-    await write('s1', '2');
-    expect(await sse.next(1)).toEqual([]);
-    expect(sse.comments).toContain(
-      ': closed: the token cannot be checked now (its identity provider is unavailable); reconnect with Last-Event-ID',
-    );
-    expect((await app.request('/v1/history/stream', { headers: auth('header.payload.sig') })).status).toBe(
-      503,
-    );
-  });
-
-  it('ends, saying why, when its token is no longer accepted (it expired)', async () => {
-    let expired = false;
-    const tokens: TokenAuthenticator = {
-      issuers: ['https://idp.test'],
-      scopesSupported: [],
-      scopesGranting: () => [],
-      async authenticate() {
-        if (expired) throw new GatehouseError('unauthorized', 'The token has expired.');
+        const refused = refusal();
+        if (refused) throw refused;
         return {
           tenantId: 'default',
           keyId: 'sub_0123456789abcdef',
@@ -317,6 +280,32 @@ describe('GET /v1/history/stream (web face)', () => {
     );
     await write('s1', '1');
     expect((await sse.next(1))[0]!.data).toMatchObject({ seq: 1 });
+    return sse;
+  }
+
+  it('ends, saying why, when a token can no longer be checked because its issuer is down', async () => {
+    let down = false;
+    const sse = await tokenStream(() =>
+      down
+        ? new GatehouseError('unavailable', 'The key set of https://idp.test answered HTTP 503.')
+        : undefined,
+    );
+    down = true;
+    await write('s1', '2');
+    expect(await sse.next(1)).toEqual([]);
+    expect(sse.comments).toContain(
+      ': closed: the token cannot be checked now (its identity provider is unavailable); reconnect with Last-Event-ID',
+    );
+    expect((await app.request('/v1/history/stream', { headers: auth('header.payload.sig') })).status).toBe(
+      503,
+    );
+  });
+
+  it('ends, saying why, when its token is no longer accepted (it expired)', async () => {
+    let expired = false;
+    const sse = await tokenStream(() =>
+      expired ? new GatehouseError('unauthorized', 'The token has expired.') : undefined,
+    );
     expired = true;
     await write('s1', '2');
     expect(await sse.next(1)).toEqual([]);
