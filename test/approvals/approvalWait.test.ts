@@ -27,22 +27,16 @@ import {
   systemRandomBytes,
 } from '../../src/index.js';
 import { APPROVAL_POLICY } from '../support/policies.js';
+import { type ApprovalReads, countApprovalReads } from './approvalReads.js';
 
 let store: Store;
 let gh: Gatehouse;
-/** Reads of an approval by the store, and a hook called on each. */
-let reads = 0;
-let onRead = () => {};
+/** The store's reads of approvals. */
+let reads: ApprovalReads;
 
 beforeEach(async () => {
   store = openSqliteStore();
-  const getApproval = store.getApproval.bind(store);
-  reads = 0;
-  store.getApproval = (...args) => {
-    reads += 1;
-    onRead();
-    return getApproval(...args);
-  };
+  reads = countApprovalReads(store);
   gh = createGatehouse({ store, policy: compilePolicy(APPROVAL_POLICY) });
   await gh.recordState({
     session_id: 's1',
@@ -61,15 +55,6 @@ async function pending(): Promise<string> {
   const held = await gh.evaluate({ session_id: 's1', action: 'payments.transfer', params: { amount: 9000 } });
   return held.approval!.id;
 }
-
-/** Resolves once the store has read the approval `n` times in all: the wait is polling. */
-const readsReach = (n: number) =>
-  new Promise<void>((resolve) => {
-    onRead = () => {
-      if (reads >= n) resolve();
-    };
-    onRead();
-  });
 
 describe('approval waiters', () => {
   it('an aborted signal wakes the sleeper and removes it', async () => {
@@ -90,13 +75,13 @@ describe('getApproval with wait', () => {
     const id = await pending();
     const abort = new AbortController();
     const waiting = gh.getApproval(id, { wait: 60 }, { signal: abort.signal });
-    await readsReach(2);
+    await reads.reach(2);
     abort.abort();
     expect(await waiting).toMatchObject({ id, status: 'pending' });
-    const after = reads;
+    const after = reads.count();
     // Nothing is left polling: another wait on the same approval is the only reader now.
     await gh.getApproval(id, {});
-    expect(reads).toBe(after + 1);
+    expect(reads.count()).toBe(after + 1);
   });
 });
 
@@ -125,15 +110,15 @@ describe('wait_for_approval (MCP)', () => {
         undefined,
         { signal: abort.signal },
       );
-      await readsReach(3);
+      await reads.reach(3);
       abort.abort();
       await expect(call).rejects.toThrow();
       // The cancellation reaches the server's wait, which ends now instead of after 60 s.
       expect(running).toHaveLength(1);
       await running[0];
-      const after = reads;
+      const after = reads.count();
       await gh.getApproval(id, {});
-      expect(reads).toBe(after + 1);
+      expect(reads.count()).toBe(after + 1);
     } finally {
       await client.close();
       await server.close();
@@ -186,13 +171,13 @@ describe('GET /v1/approvals/{id}?wait= over loopback', () => {
     socket.on('error', () => undefined);
     await new Promise((resolve) => socket.once('connect', resolve));
     socket.write(`GET ${path}?wait=60 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${admin}\r\n\r\n`);
-    await readsReach(reads + 2);
+    await reads.reach(reads.count() + 2);
     socket.destroy();
     // The handler returns long before its 60 s: the wait ended when the client went away.
     expect(await finished(path)).toBe(200);
-    const after = reads;
+    const after = reads.count();
     expect((await app.request(path, { headers: { authorization: `Bearer ${admin}` } })).status).toBe(200);
-    expect(reads).toBe(after + 1);
+    expect(reads.count()).toBe(after + 1);
   }
 
   it('ends when the client goes away (node:http face)', async () => {

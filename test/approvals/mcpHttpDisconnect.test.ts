@@ -25,33 +25,19 @@ import {
   systemRandomBytes,
 } from '../../src/index.js';
 import { APPROVAL_POLICY } from '../support/policies.js';
+import { type ApprovalReads, countApprovalReads } from './approvalReads.js';
 
 let store: Store;
 let gh: Gatehouse;
 let app: HttpApp;
 let server: RunningServer | undefined;
 let admin: string;
-/** Reads of an approval by the store, and a hook called on each. */
-let reads = 0;
-let onRead = () => {};
-
-const readsReach = (n: number) =>
-  new Promise<void>((resolve) => {
-    onRead = () => {
-      if (reads >= n) resolve();
-    };
-    onRead();
-  });
+/** The store's reads of approvals. */
+let reads: ApprovalReads;
 
 beforeEach(async () => {
   store = openSqliteStore();
-  const getApproval = store.getApproval.bind(store);
-  reads = 0;
-  store.getApproval = (...args) => {
-    reads += 1;
-    onRead();
-    return getApproval(...args);
-  };
+  reads = countApprovalReads(store);
   gh = createGatehouse({ store, policy: compilePolicy(APPROVAL_POLICY) });
   await gh.recordState({
     session_id: 's1',
@@ -100,13 +86,13 @@ async function abandonMcpWait(): Promise<void> {
       'Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n' +
       `MCP-Protocol-Version: 2025-06-18\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
-  await readsReach(reads + 3);
+  await reads.reach(reads.count() + 3);
   socket.destroy();
   // Three reads took ~300 ms; an abandoned wait would read again at ~700 ms and ~1.5 s.
   await sleep(100);
-  const after = reads;
+  const after = reads.count();
   await sleep(1500);
-  expect(reads).toBe(after);
+  expect(reads.count()).toBe(after);
   // Nor does a person's approval, given after the agent went away, get used up for nobody.
   await gh.approve(held.approval!.id, {}, finance);
   await sleep(200);
