@@ -22,6 +22,7 @@ import type {
   StateItem,
   Webhook,
 } from './schemas.js';
+import type { ClaimShare } from './webhooks/fairShare.js';
 
 /** A history event as stored, with the decision it belongs to (indexed). */
 export interface StoredEvent extends HistoryEvent {
@@ -459,9 +460,16 @@ export interface KeyStore {
 export interface OutboxStore {
   /**
    * Claims up to `limit` deliveries that are pending and due at `now` (or whose lease expired),
-   * leasing them until `leaseUntil`. Deliveries of disabled webhooks are not claimed.
+   * leasing them until `leaseUntil`. Deliveries of disabled webhooks are not claimed. Which of
+   * the due ones is fairShare's choice (src/webhooks/fairShare.ts): the tenant holding the fewest first (counting
+   * `share`, what the sender holds already), each tenant below `share.perTenant`.
    */
-  claimDueDeliveries(options: { now: string; leaseUntil: string; limit: number }): Promise<ClaimedDelivery[]>;
+  claimDueDeliveries(options: {
+    now: string;
+    leaseUntil: string;
+    limit: number;
+    share?: ClaimShare;
+  }): Promise<ClaimedDelivery[]>;
   /** Records an attempt's outcome and releases the lease. */
   recordDeliveryAttempt(tenantId: string, deliveryId: string, attempt: DeliveryAttempt): Promise<void>;
   /**

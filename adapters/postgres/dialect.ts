@@ -3,7 +3,7 @@
  * placeholders, row locks (`FOR UPDATE`, `SKIP LOCKED`), and writes combined into one statement
  * with data-modifying CTEs, one round trip instead of several.
  */
-import type { StateItem } from '../../src/index.js';
+import { type StateItem, WALK_TENANTS } from '../../src/index.js';
 import { numberPlaceholders, type SqlDialect, type Statement } from '../sql/dialect.js';
 import { currentStatus, listSessionItemsByKey } from '../sql/statements.js';
 
@@ -35,35 +35,64 @@ export const postgresDialect: SqlDialect = {
 };
 
 /**
- * Leases due deliveries and returns their rows (`deliveries.*`), so that concurrent dispatchers
- * never claim the same one. SKIP LOCKED: dispatchers on other instances pass over rows being
- * claimed right now; the lease then keeps them away until it expires. A CTE with a locking clause
- * runs once.
+ * The first `limit` due, unleased deliveries of active webhooks, due first, locked for this
+ * claim's transaction (SKIP LOCKED: rows another instance is claiming right now are passed over;
+ * the lease then keeps them away until it expires). A claim's first look: fewer than asked means
+ * these are all that are due to this claim.
  */
-export function claimDueDeliveries({
-  now,
-  leaseUntil,
-  limit,
-}: {
-  now: string;
-  leaseUntil: string;
-  limit: number;
-}): Statement {
+export function dueFirst({ now, limit }: { now: string; limit: number }): Statement {
   return {
-    sql: `WITH due AS (
-        SELECT d.delivery_id FROM deliveries d
-        JOIN webhooks w ON w.id = d.webhook_id AND w.tenant_id = d.tenant_id
-        WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?)
-          AND w.status = 'active'
-        ORDER BY d.next_attempt_at
-        LIMIT ?
-        FOR UPDATE OF d SKIP LOCKED)
-      UPDATE deliveries SET lease_until = ? FROM due WHERE deliveries.delivery_id = due.delivery_id
-      RETURNING deliveries.*`,
-    args: [now, now, limit, leaseUntil],
-    writes: true,
+    sql: `SELECT d.delivery_id, d.tenant_id, d.webhook_id, d.next_attempt_at
+      FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id AND w.tenant_id = d.tenant_id
+      WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?)
+        AND w.status = 'active'
+      ORDER BY d.next_attempt_at LIMIT ? FOR UPDATE OF d SKIP LOCKED`,
+    args: [now, now, limit],
   };
 }
+
+/**
+ * When {@link dueFirst}'s page was full (some tenant may wait behind another's backlog): the
+ * next {@link WALK_TENANTS} tenants with pending deliveries after `after`, one index step each,
+ * and each one's first due, unleased deliveries per active webhook (up to `limit`, through
+ * `deliveries_pending_by_webhook`, never past a backlog), locked as dueFirst's are. Every tenant
+ * looked at has a row (with a NULL delivery where it has none to give), so the walk knows where
+ * it stopped. `capped` tenants (at their share) give none.
+ */
+export function dueOfNextTenants({
+  now,
+  limit,
+  after,
+  capped,
+}: {
+  now: string;
+  limit: number;
+  after: string;
+  capped: readonly string[];
+}): Statement {
+  return {
+    sql: `WITH RECURSIVE tenants AS (
+        (SELECT tenant_id, 1 AS n FROM deliveries WHERE status = 'pending' AND tenant_id > ?
+          ORDER BY tenant_id LIMIT 1)
+        UNION ALL
+        SELECT (SELECT d.tenant_id FROM deliveries d WHERE d.status = 'pending' AND d.tenant_id > t.tenant_id
+            ORDER BY d.tenant_id LIMIT 1), t.n + 1
+          FROM tenants t WHERE t.tenant_id IS NOT NULL AND t.n < ?)
+      SELECT c.delivery_id, t.tenant_id, w.id AS webhook_id, c.next_attempt_at
+      FROM tenants t
+      LEFT JOIN webhooks w ON w.tenant_id = t.tenant_id AND w.status = 'active' AND NOT (t.tenant_id = ANY(?::text[]))
+      LEFT JOIN LATERAL (SELECT x.delivery_id, x.next_attempt_at FROM deliveries x
+          WHERE x.status = 'pending' AND x.tenant_id = w.tenant_id AND x.webhook_id = w.id
+            AND x.next_attempt_at <= ? AND (x.lease_until IS NULL OR x.lease_until <= ?)
+          ORDER BY x.next_attempt_at LIMIT ? FOR UPDATE OF x SKIP LOCKED) c ON true
+      WHERE t.tenant_id IS NOT NULL`,
+    args: [after, WALK_TENANTS, capped, now, now, limit],
+  };
+}
+
+/** Leases the chosen deliveries (locked by {@link dueFirst} or {@link dueOfNextTenants}); their rows. */
+export const LEASE_CHOSEN = `UPDATE deliveries SET lease_until = ? WHERE delivery_id = ANY(?::text[])
+  RETURNING deliveries.*`;
 
 /**
  * New versions of one tenant's items, made current: one statement of one text however many

@@ -17,6 +17,7 @@
 import { EVENT_VALUES_TABLE, HISTORY_FORMAT_2, SESSION_SUBJECTS_TABLE } from '../sql/historyUpgrade.js';
 import { LEGAL_HOLDS_TABLE, RETENTION_SETTINGS_TABLE } from '../sql/legalHoldStatements.js';
 import { CHECKPOINTS_TABLE, CONFLICT_VALUES_ERASED_BY } from '../sql/pruneStatements.js';
+import { PENDING_DELIVERIES_BY_WEBHOOK } from '../sql/statements.js';
 
 /** One migration; `upgradeHistory`: after its SQL, existing events are re-encoded (historyUpgrade.ts). */
 export interface PostgresMigration {
@@ -294,5 +295,10 @@ CREATE TRIGGER events_delete_behind_checkpoint BEFORE DELETE ON events
     version: 12,
     name: 'conflict values erased by retention',
     sql: CONFLICT_VALUES_ERASED_BY({ integer: 'bigint' }),
+  },
+  {
+    version: 13,
+    name: 'deliveries claimed fairly between tenants',
+    sql: PENDING_DELIVERIES_BY_WEBHOOK,
   },
 ];

@@ -25,12 +25,15 @@
  *   transaction.
  */
 import {
+  claimPageSize,
   createIdGenerator,
   type DumpRecord,
+  fairShare,
   GatehouseError,
   type Store,
   type StoreTx,
   systemRandomBytes,
+  TenantWalk,
   type TransactionOptions,
 } from '../../src/index.js';
 import { ApiKeyCache } from '../sql/apiKeyCache.js';
@@ -50,7 +53,7 @@ import * as sql from '../sql/statements.js';
 import type { DeferredWrite } from '../sql/storeOperations.js';
 import * as operations from '../sql/storeOperations.js';
 import { reportDisconnectsAsUnavailable } from './connectionErrors.js';
-import { claimDueDeliveries, insertItemVersions, postgresDialect } from './dialect.js';
+import { dueFirst, dueOfNextTenants, insertItemVersions, LEASE_CHOSEN, postgresDialect } from './dialect.js';
 import { ItemReads } from './itemReads.js';
 import { KeyRevocationListener, REVOKE_AND_NOTIFY } from './keyRevocations.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
@@ -361,6 +364,8 @@ function createPostgresStore(
   options: Pick<PostgresStoreOptions, 'connectionString' | 'onError'>,
 ): PostgresStore {
   const db = createExecutor(pool);
+  /** Where the next claim's walk over tenants with pending deliveries goes on from. */
+  const walk = new TenantWalk();
   let closing: Promise<void> | undefined;
   const keyCache = new ApiKeyCache();
   const revocations = new KeyRevocationListener({
@@ -444,7 +449,33 @@ function createPostgresStore(
       return revoked;
     },
     ...operations.createSqlOutbox(db),
-    claimDueDeliveries: operations.createReturningClaim(db, claimDueDeliveries),
+    claimDueDeliveries: operations.createLeasedClaim(db, (o) =>
+      inTransaction(pool, 'BEGIN', async (client) => {
+        const tx = createExecutor(client);
+        const page = claimPageSize(o.limit);
+        const first = dueFirst({ now: o.now, limit: page });
+        const rows = await tx.rows(first.sql, first.args);
+        if (rows.length === page) {
+          const capped = o.share
+            ? [...o.share.heldByTenant].filter(([, n]) => n >= o.share!.perTenant).map(([t]) => t)
+            : [];
+          const next = dueOfNextTenants({ now: o.now, limit: o.limit, after: walk.after, capped });
+          const walked = await tx.rows(next.sql, next.args);
+          walk.walked([...new Set(walked.map((r) => str(r[1])))].sort());
+          const seen = new Set(rows.map((r) => str(r[0])));
+          for (const r of walked) if (r[0] !== null && !seen.has(str(r[0]))) rows.push(r);
+        }
+        const candidates = rows.map((r) => ({
+          delivery_id: str(r[0]),
+          tenant_id: str(r[1]),
+          webhook_id: str(r[2]),
+          next_attempt_at: str(r[3]),
+        }));
+        const chosen = fairShare(candidates, o.limit, o.share);
+        if (chosen.length === 0) return [];
+        return tx.runReturning(LEASE_CHOSEN, [o.leaseUntil, chosen.map((c) => c.delivery_id)]);
+      }),
+    ),
 
     transaction<T>(fn: (tx: StoreTx) => Promise<T>, options?: TransactionOptions): Promise<T> {
       if (options?.tenantId !== undefined) return group.enqueue(fn, options);

@@ -435,6 +435,14 @@ export function insertDeliveries(tenantId: string, rows: readonly NewDelivery[])
   };
 }
 
+/**
+ * Each tenant's pending deliveries by webhook, due first: a claim walks the tenants with pending
+ * deliveries through it and reads each webhook's first due ones (fairShare chooses among them),
+ * so a webhook's backlog is never read past. Partial: delivered and failed rows stay out.
+ */
+export const PENDING_DELIVERIES_BY_WEBHOOK = `CREATE INDEX deliveries_pending_by_webhook
+  ON deliveries (tenant_id, webhook_id, next_attempt_at) WHERE status = 'pending';`;
+
 export const resetDelivery = `UPDATE deliveries SET status = 'pending', next_attempt_at = ?, lease_until = NULL, updated_at = ?, delivered_at = NULL
   WHERE tenant_id = ? AND delivery_id = ?`;
 

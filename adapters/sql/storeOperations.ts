@@ -386,16 +386,15 @@ export function createSqlKeyStore(db: SqlExecutor): Omit<KeyStore, 'insertFirstA
 }
 
 /**
- * The claim of due deliveries by one statement that leases them and returns their rows
+ * The claim of due deliveries by `lease`, which leases the chosen ones and returns their rows
  * (`deliveries.*`, PostgreSQL's `UPDATE … RETURNING`), then reads their webhooks and events.
  */
-export function createReturningClaim(
+export function createLeasedClaim(
   db: SqlExecutor,
-  claimStatement: (options: ClaimOptions) => Statement,
+  lease: (options: ClaimOptions) => Promise<readonly Row[]>,
 ): OutboxStore['claimDueDeliveries'] {
   return async (options) => {
-    const claim = claimStatement(options);
-    const claimed = [...(await db.runReturning(claim.sql, claim.args))];
+    const claimed = [...(await lease(options))];
     if (claimed.length === 0) return [];
     const webhookIds = [...new Set(claimed.map((r) => str(r['webhook_id'])))];
     const eventIds = claimed.map((r) => str(r['event_id']));

@@ -6,6 +6,7 @@
 import { EVENT_VALUES_TABLE, HISTORY_FORMAT_2, SESSION_SUBJECTS_TABLE } from '../sql/historyUpgrade.js';
 import { LEGAL_HOLDS_TABLE, RETENTION_SETTINGS_TABLE } from '../sql/legalHoldStatements.js';
 import { CHECKPOINTS_TABLE, CONFLICT_VALUES_ERASED_BY } from '../sql/pruneStatements.js';
+import { PENDING_DELIVERIES_BY_WEBHOOK } from '../sql/statements.js';
 
 /** One migration; `upgradeHistory`: after its SQL, existing events are re-encoded (historyUpgrade.ts). */
 export interface SqliteMigration {
@@ -282,5 +283,10 @@ BEGIN SELECT RAISE(ABORT, 'history events are append-only: DELETE refused (no ch
     version: 13,
     name: 'conflict values erased by retention',
     sql: CONFLICT_VALUES_ERASED_BY({ integer: 'INTEGER' }),
+  },
+  {
+    version: 14,
+    name: 'deliveries claimed fairly between tenants',
+    sql: PENDING_DELIVERIES_BY_WEBHOOK,
   },
 ];

@@ -16,7 +16,7 @@ import type {
   StoreTx,
   TransactionOptions,
 } from '../../src/index.js';
-import { createIdGenerator, STORE_TABLES, systemRandomBytes } from '../../src/index.js';
+import { createIdGenerator, STORE_TABLES, systemRandomBytes, TenantWalk } from '../../src/index.js';
 import { ApiKeyCache } from '../sql/apiKeyCache.js';
 import { frozenItemsFromRows, remember, sessionCacheKey } from '../sql/cachedSessionItems.js';
 import type { Statement } from '../sql/dialect.js';
@@ -605,8 +605,12 @@ class SqliteStoreImpl implements SqliteStore {
     });
   countApiKeys: Store['countApiKeys'] = () => this.#serial(() => this.#keys.countApiKeys());
 
+  /** Where the next claim's walk over tenants with pending deliveries goes on from. */
+  readonly #walk = new TenantWalk();
   claimDueDeliveries: Store['claimDueDeliveries'] = (o) =>
-    this.#serial(() => this.#inWriteTransaction(() => claimDueDeliveriesInTransaction(this.#executor, o)));
+    this.#serial(() =>
+      this.#inWriteTransaction(() => claimDueDeliveriesInTransaction(this.#executor, o, this.#walk)),
+    );
   recordDeliveryAttempt: Store['recordDeliveryAttempt'] = (t, id, a) =>
     this.#serial(() => this.#outbox.recordDeliveryAttempt(t, id, a));
   recordDeliveryAttempts: Store['recordDeliveryAttempts'] = (attempts) =>

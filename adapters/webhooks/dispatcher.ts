@@ -15,6 +15,12 @@
  * a crash in between sends it again (at least once, never lost). An outcome is recorded only over
  * the lease its attempt was claimed with: an attempt that outlived its lease (sent again by
  * another instance since) or whose delivery a redeliver reset meanwhile leaves what came after.
+ *
+ * Slots are shared between tenants, not handed out in due order alone: a free slot goes to the
+ * tenant holding the fewest, and no tenant holds more than `perTenant` (all but one slot by
+ * default). So a tenant whose endpoint never answers, with thousands of deliveries due, holds at
+ * most that many slots for a timeout each, and another tenant's event goes out at once in the
+ * slot left (src/webhooks/fairShare.ts).
  */
 
 import type { Logger } from 'pino';
@@ -22,6 +28,7 @@ import type { Dispatcher } from 'undici';
 import {
   buildWebhookPayload,
   type ClaimedDelivery,
+  type ClaimShare,
   classifyDeliveryResponse,
   type DeliveryAttempt,
   type DeliveryLease,
@@ -31,6 +38,7 @@ import {
   type OutboxStore,
   parseRetryAfter,
   type RecordedDeliveryAttempt,
+  webhookShareKey,
   webhookSignatureHeader,
 } from '../../src/index.js';
 import { createAttemptDeadlines } from './attemptDeadlines.js';
@@ -57,6 +65,13 @@ export interface WebhookDispatcherOptions {
    * many attempts in flight). After a crash, those wait for their lease to end. @default 8
    */
   concurrency?: number;
+  /**
+   * Most deliveries one tenant holds at once, so that a tenant whose endpoint is slow or never
+   * answers cannot take every slot, a timeout each. Free slots go to the tenant holding the
+   * fewest (then to its webhook holding the fewest), earliest due first among equals.
+   * @default concurrency - 1 (1 when concurrency is 1)
+   */
+  perTenant?: number;
   /** How long a claimed delivery is reserved for this instance. @default 60 s */
   leaseMs?: number;
   /**
@@ -85,7 +100,10 @@ export interface WebhookDispatcher {
   wake(): void;
   /** Sends everything due now and waits for those attempts (tests, CLI). */
   drain(): Promise<number>;
-  /** Stops claiming, waits for attempts in flight up to `deadlineMs` (default 10 s); safe twice. */
+  /**
+   * Stops claiming, waits for attempts in flight up to `deadlineMs` (default 10 s), then aborts
+   * those still waiting for their endpoint; safe twice.
+   */
   close(deadlineMs?: number): Promise<void>;
 }
 
@@ -93,6 +111,9 @@ const USER_AGENT = 'Gatehouse-Webhooks/1';
 
 /** Longest an outcome waits for others to share its commit. */
 const RECORD_WAIT_MS = 2;
+
+/** How long `close()` waits for the outcomes of the attempts it aborted to be recorded. */
+const ABORTED_RECORD_MS = 1000;
 
 /** Most outcomes recorded by one commit. */
 const RECORD_BATCH_MAX = 64;
@@ -102,7 +123,15 @@ const FAILURE_LOG_INTERVAL_MS = 60_000;
 
 /** An attempt's outcome, waiting to be recorded. */
 interface Outcome extends RecordedDeliveryAttempt {
+  webhookId: string;
   statusCode: number | null;
+}
+
+/** Adds `by` to `key`'s count, dropping it at zero. */
+function tally(counts: Map<string, number>, key: string, by: 1 | -1): void {
+  const n = (counts.get(key) ?? 0) + by;
+  if (n > 0) counts.set(key, n);
+  else counts.delete(key);
 }
 
 /** Describes an error for `last_error` without leaking internals. */
@@ -147,6 +176,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   const clock = options.clock ?? (() => new Date());
   const random = options.random ?? Math.random;
   const concurrency = options.concurrency ?? 8;
+  const perTenant = options.perTenant ?? Math.max(1, concurrency - 1);
   const leaseMs = options.leaseMs ?? 60_000;
   const timeoutMs = options.timeoutMs ?? 15_000;
   const pollMs = options.pollIntervalMs ?? 1000;
@@ -164,6 +194,10 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   const slots = new Set<Promise<void>>();
   /** Slots promised to claims under way (two claims at once must not fill one slot twice). */
   let claiming = 0;
+  /** What {@link held} holds, per tenant and per webhook: what the claim shares slots by. */
+  const heldByTenant = new Map<string, number>();
+  const heldByWebhook = new Map<string, number>();
+  const share: ClaimShare = { heldByTenant, heldByWebhook, perTenant };
   /** Outcomes not committed yet (queued or being written). */
   const outcomes: Outcome[] = [];
   let recording = 0;
@@ -180,6 +214,8 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   let wakeUp: (() => void) | undefined;
   let woken = false;
   let progressWaiters: Array<() => void> = [];
+  /** Who waits for a held delivery to be let go (a tenant at its cap may then take another). */
+  let freedWaiters: Array<() => void> = [];
 
   /** Per webhook: when its last failed attempt was logged, and how many failed since unlogged. */
   const failureLogs = new Map<string, { at: number; unlogged: number }>();
@@ -220,6 +256,27 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
 
   /** The slots taken: every delivery this sender holds a lease on and has not recorded. */
   const held = () => slots.size + recording;
+
+  /** Counts a delivery held (from its claim until its outcome is recorded), or no longer held. */
+  function hold(tenantId: string, webhookId: string, by: 1 | -1): void {
+    tally(heldByTenant, tenantId, by);
+    tally(heldByWebhook, webhookShareKey(tenantId, webhookId), by);
+    if (by === -1) {
+      const waiters = freedWaiters;
+      freedWaiters = [];
+      for (const resolve of waiters) resolve();
+    }
+  }
+
+  function nextFreed(): Promise<void> {
+    return new Promise((resolve) => freedWaiters.push(resolve));
+  }
+
+  /** Some tenant holds its cap: a claim may have left due deliveries of its for a slot to free. */
+  const anyAtCap = () => {
+    for (const n of heldByTenant.values()) if (n >= perTenant) return true;
+    return false;
+  };
 
   /** Reported on a later microtask, as a rejected attempt was: a throwing `onError` stops nothing here. */
   function report(error: unknown): void {
@@ -316,6 +373,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     );
     return {
       tenantId,
+      webhookId: webhook.id,
       deliveryId: delivery.delivery_id,
       leaseUntil,
       statusCode,
@@ -382,6 +440,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
         report(error);
       } finally {
         recording -= batch.length;
+        for (const o of batch) hold(o.tenantId, o.webhookId, -1);
         progressed();
       }
     }
@@ -399,8 +458,12 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
 
   function launch(claimed: ClaimedDelivery, leaseUntil: string): void {
     launched += 1;
+    hold(claimed.tenant_id, claimed.webhook.id, 1);
     const p = inDeliverySpan(claimed, () => attempt(claimed, leaseUntil))
-      .then(record, report)
+      .then(record, (error) => {
+        hold(claimed.tenant_id, claimed.webhook.id, -1);
+        report(error);
+      })
       .finally(() => {
         slots.delete(p);
         progressed();
@@ -418,7 +481,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     claiming += limit;
     let claimed: ClaimedDelivery[];
     try {
-      claimed = await store.claimDueDeliveries({ now: isoTime(now), leaseUntil, limit });
+      claimed = await store.claimDueDeliveries({ now: isoTime(now), leaseUntil, limit, share });
     } finally {
       claiming -= limit;
       // What it promised and did not take is free again for whoever waits for a slot.
@@ -445,21 +508,26 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     return Math.max(0, concurrency - held() - claiming);
   }
 
-  function sleep(ms: number): Promise<void> {
+  /** Sleeps `ms`, or until a wake; with `orFreed` also until a held delivery is let go. */
+  function sleep(ms: number, orFreed = false): Promise<void> {
     return new Promise((resolve) => {
       if (woken) {
         woken = false;
         resolve();
         return;
       }
+      let over = false;
       const timer = setTimeout(done, ms);
       function done() {
+        if (over) return;
+        over = true;
         clearTimeout(timer);
         wakeUp = undefined;
         woken = false;
         resolve();
       }
       wakeUp = done;
+      if (orFreed) freedWaiters.push(done);
     });
   }
 
@@ -473,6 +541,12 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
         }
         const got = await claim(limit);
         if (got === limit) continue;
+        if (anyAtCap()) {
+          // A tenant at its cap may have left due deliveries: worth a look once it lets one go
+          // (an attempt that ends is not enough: its slot is held until its outcome is recorded).
+          await sleep(pollMs, true);
+          continue;
+        }
         // Fewer than asked: nothing else is due now. Sleep until the next one is, or a wake.
         const next = await store.nextDueAt();
         const dueIn = next === null ? pollMs : Date.parse(next) - clock().getTime();
@@ -492,6 +566,19 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     const pending: Array<Promise<unknown>> = [...slots, ...releasing];
     if (flushing) pending.push(flushing);
     if (pending.length > 0) await Promise.race(pending);
+  }
+
+  /** True once nothing is in flight or waiting to be recorded, false if `ms` passed first. */
+  async function settledWithin(ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const inTime = await Promise.race([
+      settled().then(() => true),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), ms);
+      }),
+    ]);
+    clearTimeout(timer);
+    return inTime;
   }
 
   /** Resolves once nothing is in flight or waiting to be recorded. */
@@ -519,8 +606,10 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
         const limit = closed ? 0 : claimable();
         const got = limit > 0 ? await claim(limit) : 0;
         if (got === 0 && held() === 0 && releasing.size === 0) return launched - before;
-        if (got < limit) await settled();
-        else await anySettled();
+        if (got === limit) await anySettled();
+        // Short of a tenant's cap: its next delivery let go may leave room for more of its own.
+        else if (anyAtCap()) await nextFreed();
+        else await settled();
       }
     },
     async close(deadlineMs = 10_000) {
@@ -533,15 +622,15 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
       progressed();
       flushSoon?.();
       await loop;
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        settled(),
-        new Promise((resolve) => {
-          timer = setTimeout(resolve, deadlineMs);
-        }),
-      ]);
-      clearTimeout(timer);
-      await ownAgent?.close().catch(() => undefined);
+      if (await settledWithin(deadlineMs)) {
+        await ownAgent?.close().catch(() => undefined);
+        return;
+      }
+      // An attempt still hangs: abort it (a graceful close would wait for it, up to its timeout),
+      // and give its failure a moment to be recorded. Not recorded, its lease ends and it is
+      // sent again.
+      await ownAgent?.destroy().catch(() => undefined);
+      await settledWithin(ABORTED_RECORD_MS);
     },
   };
 }

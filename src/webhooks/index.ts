@@ -1,7 +1,9 @@
 /**
  * Webhook rules of the core, without I/O: secrets, signatures, payloads, subscription matching
- * and the retry schedule. The dispatcher (`adapters/webhooks`) does the sending.
+ * the retry schedule and how a sender's slots are shared between tenants. The dispatcher (`adapters/webhooks`) does the sending.
  */
+export type { ClaimShare, DueCandidate } from './fairShare.js';
+export { claimPageSize, fairShare, TenantWalk, WALK_TENANTS, webhookShareKey } from './fairShare.js';
 export type { WebhookEvent, WebhookSourceEvent } from './payload.js';
 export { buildWebhookPayload, WebhookEventSchema } from './payload.js';
 export type { DeliveryOutcome, RetryDelayOptions } from './retrySchedule.js';

@@ -16,6 +16,8 @@ import {
   type StoredEvent,
   type StoredWebhook,
   type StoreTx,
+  WALK_TENANTS,
+  webhookShareKey,
 } from '../../src/index.js';
 import { APPROVAL_POLICY, BUDGET_POLICY } from '../support/policies.js';
 import { policyRevisionContract } from './policyRevisionContract.js';
@@ -560,6 +562,90 @@ export function runStoreContract(factory: StoreFactory): void {
         const byId = new Map(claimed.map((c) => [c.delivery.delivery_id, c.traceparent ?? null]));
         expect(byId.get('dlv_traced')).toBe(traceparent);
         expect(byId.get('dlv_plain')).toBeNull();
+      });
+
+      it("shares a claim between tenants: one tenant's backlog, due first, neither hides nor outranks another's delivery", async () => {
+        // The hog's webhook comes after its event: only the backlog below is queued for it.
+        await gh.recordState(item(), { tenantId: 'hog' });
+        const hog = await gh.createWebhook(
+          { url: 'https://hooks.example.com/hog', events: ['*'] },
+          { tenantId: 'hog' },
+        );
+        const other = await gh.createWebhook(
+          { url: 'https://hooks.example.com/b', events: ['*'] },
+          { tenantId: 'b' },
+        );
+        const hogEvent = (await gh.readHistory({ limit: 1 }, { tenantId: 'hog' })).events[0]!;
+        const at = (ms: number) => new Date(clock().getTime() + ms).toISOString();
+        const backlog = Array.from({ length: 300 }, (_, n) => ({
+          delivery_id: `dlv_hog_${String(n).padStart(3, '0')}`,
+          webhook_id: hog.id,
+          event_id: hogEvent.event_id,
+          event_type: hogEvent.type,
+          next_attempt_at: at(n),
+          created_at: at(0),
+        }));
+        await store.transaction((tx) => tx.insertDeliveries('hog', backlog));
+        // The other tenant's one delivery is due after the whole backlog.
+        clock.advance(1000);
+        await gh.recordState(item(), { tenantId: 'b' });
+        const [late] = await gh.listDeliveries(other.id, {}, { tenantId: 'b' });
+        const now = at(1000);
+        const lease = at(60_000);
+        const claimed = await store.claimDueDeliveries({ now, leaseUntil: lease, limit: 4 });
+        // Max-min: the other tenant's one, and the hog's three earliest, handed out due-first.
+        expect(claimed.map((c) => c.delivery.delivery_id)).toEqual([
+          'dlv_hog_000',
+          'dlv_hog_001',
+          'dlv_hog_002',
+          late!.delivery_id,
+        ]);
+        // A sender that holds the hog's cap already claims none of its deliveries.
+        const share = {
+          heldByTenant: new Map([['hog', 3]]),
+          heldByWebhook: new Map([[webhookShareKey('hog', hog.id), 3]]),
+          perTenant: 3,
+        };
+        expect(await store.claimDueDeliveries({ now, leaseUntil: lease, limit: 4, share })).toEqual([]);
+        // Below its cap, the hog takes up to it and no further, earliest due first.
+        const below = { ...share, heldByTenant: new Map([['hog', 1]]) };
+        const more = await store.claimDueDeliveries({ now, leaseUntil: lease, limit: 4, share: below });
+        expect(more.map((c) => c.delivery.delivery_id)).toEqual(['dlv_hog_003', 'dlv_hog_004']);
+      });
+
+      it('reaches a tenant behind a backlog and many tenants waiting on retries within a few claims, each claim looking at a bounded number', async () => {
+        const at = (ms: number) => new Date(clock().getTime() + ms).toISOString();
+        const queue = async (tenantId: string, due: (n: number) => string, count: number) => {
+          await gh.recordState(item(), { tenantId });
+          const event = (await gh.readHistory({ limit: 1 }, { tenantId })).events[0]!;
+          const hook = await gh.createWebhook(
+            { url: 'https://hooks.example.com/h', events: ['*'] },
+            { tenantId },
+          );
+          const rows = Array.from({ length: count }, (_, n) => ({
+            delivery_id: `dlv_${tenantId}_${String(n).padStart(3, '0')}`,
+            webhook_id: hook.id,
+            event_id: event.event_id,
+            event_type: event.type,
+            next_attempt_at: due(n),
+            created_at: at(0),
+          }));
+          await store.transaction((tx) => tx.insertDeliveries(tenantId, rows));
+        };
+        // Twenty tenants whose deliveries wait on retries an hour away sort before the others.
+        for (let t = 0; t < WALK_TENANTS + 4; t++)
+          await queue(`a${String(t).padStart(2, '0')}`, () => at(3_600_000), 1);
+        await queue('hog', (n) => at(n), 100);
+        await queue('z', () => at(500), 1);
+        const now = at(1000);
+        const lease = at(60_000);
+        const claimed: string[] = [];
+        for (let n = 0; n < 3 && !claimed.includes('dlv_z_000'); n++) {
+          const got = await store.claimDueDeliveries({ now, leaseUntil: lease, limit: 2 });
+          claimed.push(...got.map((c) => c.delivery.delivery_id));
+        }
+        // The first claim's walk stops after WALK_TENANTS tenants; the second goes on to z.
+        expect(claimed).toEqual(['dlv_hog_000', 'dlv_hog_001', 'dlv_hog_002', 'dlv_z_000']);
       });
 
       it('rotates secrets with an overlap, redelivers, deletes', async () => {

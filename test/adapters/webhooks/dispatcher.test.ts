@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { openSqliteStore } from '../../../adapters/sqlite/index.js';
 import {
   assertWebhookUrlAllowed,
@@ -71,7 +71,9 @@ function setup(store: Store = openSqliteStore()) {
     },
   });
   const dispatchers: WebhookDispatcher[] = [];
-  const dispatcher = (extra: { timeoutMs?: number; logger?: WebhookDispatcherOptions['logger'] } = {}) => {
+  const dispatcher = (
+    extra: Partial<Pick<WebhookDispatcherOptions, 'timeoutMs' | 'logger' | 'concurrency' | 'perTenant'>> = {},
+  ) => {
     const d = createWebhookDispatcher({ store, urlPolicy, clock, random: () => 0.5, ...extra });
     dispatchers.push(d);
     return d;
@@ -365,6 +367,52 @@ describe('webhook dispatcher', () => {
     expect(r.received).toHaveLength(3);
     const stamps = r.received.map((x) => Number(x.headers['webhook-timestamp']));
     expect(stamps[2]! - stamps[0]!).toBe(26);
+  });
+
+  it("a tenant whose endpoint never answers holds at most its share of the slots; another tenant's event goes out meanwhile", async () => {
+    const { gh, dispatcher } = setup();
+    // Closed first (cleanups run last-in first-out): the hanging attempts end with it.
+    const silent = await receiver(() => {
+      // Never answers: each attempt holds its slot until its timeout.
+    });
+    const healthy = await receiver((_n, res) => res.writeHead(204).end());
+    const hog = { tenantId: 'hog' };
+    const hogHook = await gh.createWebhook({ url: silent.url, events: ['state_change'] }, hog);
+    for (let n = 0; n < 20; n++) await gh.recordState({ ...budget, key: `budget.k${n}` }, hog);
+    const other = { tenantId: 'other' };
+    const otherHook = await gh.createWebhook({ url: healthy.url, events: ['state_change'] }, other);
+    await gh.recordState(budget, other);
+    const d = dispatcher({ concurrency: 4, timeoutMs: 120_000 });
+    d.start();
+    // The hog's 20 were due first; with every slot theirs, this would wait for a timeout.
+    await vi.waitFor(() => expect(healthy.received).toHaveLength(1), { timeout: 10_000 });
+    await vi.waitFor(async () => {
+      expect((await gh.listDeliveries(otherHook.id, {}, other))[0]).toMatchObject({ status: 'delivered' });
+    });
+    // The hog holds its share (all slots but one), each attempt still hanging.
+    expect(silent.received).toHaveLength(3);
+    const hogDeliveries = await gh.listDeliveries(hogHook.id, {}, hog);
+    expect(hogDeliveries.filter((x) => x.attempts > 0)).toHaveLength(0);
+  });
+
+  it('close() keeps its deadline while an endpoint never answers: the attempt is aborted and recorded', async () => {
+    const silent = await receiver(() => {
+      // Never answers.
+    });
+    const { gh, dispatcher } = setup();
+    const hook = await gh.createWebhook({ url: silent.url, events: ['state_change'] });
+    await gh.recordState(budget);
+    const d = dispatcher({ timeoutMs: 120_000 });
+    d.start();
+    await vi.waitFor(() => expect(silent.received).toHaveLength(1), { timeout: 10_000 });
+    // A graceful close of the HTTP agent would wait for the answer, up to the 120 s timeout.
+    const closed = await Promise.race([
+      d.close(100).then(() => 'closed'),
+      new Promise((resolve) => setTimeout(() => resolve('still waiting'), 10_000)),
+    ]);
+    expect(closed).toBe('closed');
+    const [delivery] = await gh.listDeliveries(hook.id);
+    expect(delivery).toMatchObject({ status: 'pending', attempts: 1, last_status_code: null });
   });
 
   it('the background loop delivers as events happen, and close() is safe twice', async () => {
