@@ -14,6 +14,12 @@ import { publicWebhook } from './webhookViews.js';
 /** Secrets that sign a webhook's deliveries at once, at most: the new one and the newest earlier ones still in their overlap. */
 const MAX_SIGNING_SECRETS = 4;
 
+/**
+ * Most webhooks one tenant may have: each event is queued once per matching webhook in the
+ * transaction that records it, so this bounds what one evaluation writes.
+ */
+export const MAX_WEBHOOKS_PER_TENANT = 32;
+
 /** Webhook subscriptions and their deliveries. */
 export function webhookOperations(
   core: OperationContext,
@@ -46,7 +52,21 @@ export function webhookOperations(
         created_at: at,
         updated_at: at,
       };
-      await core.transaction((tx) => tx.insertWebhook(tenantOf(ctx), webhook));
+      const tenantId = tenantOf(ctx);
+      await core.transaction(async (tx) => {
+        // The tenant's chain lock: creations at once, on any instance, count one after the other.
+        await tx.lockChainHead(tenantId);
+        const count = (await tx.listWebhooks(tenantId)).length;
+        if (count >= MAX_WEBHOOKS_PER_TENANT) {
+          throw new GatehouseError(
+            'invalid_request',
+            `A tenant may have at most ${MAX_WEBHOOKS_PER_TENANT} webhooks, and this one has ${count}: ` +
+              'delete one, or subscribe an existing webhook to more events.',
+            { errors: [{ path: 'url', message: `at most ${MAX_WEBHOOKS_PER_TENANT} webhooks per tenant` }] },
+          );
+        }
+        await tx.insertWebhook(tenantId, webhook);
+      });
       return {
         ...publicWebhook(webhook),
         secret,
