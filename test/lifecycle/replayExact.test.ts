@@ -1,12 +1,4 @@
-/**
- * Replay is exact: replaying the policy in force over its own recorded decisions reproduces
- * every verdict, every reason (rule, verdict, message, keys) and every shadow firing — 10,000
- * mixed decisions, on SQLite and (when configured) on PostgreSQL. A different candidate shows
- * differences, so the comparison can fail.
- */
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openPostgresStore } from '../../adapters/postgres/index.js';
 import { openSqliteStore } from '../../adapters/sqlite/index.js';
 import {
@@ -18,22 +10,12 @@ import {
   type Store,
 } from '../../src/index.js';
 import { manualClock } from '../store/contract.js';
+import { freshSchemas } from '../support/pgSchemas.js';
 import { REPLAY_POLICY, runReplayWorkload } from '../support/replayWorkload.js';
 
 const DECISIONS = 10_000;
 const url = process.env['GATEHOUSE_TEST_DATABASE_URL'];
-const schemas: string[] = [];
-
-afterAll(async () => {
-  if (!url || schemas.length === 0) return;
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  } finally {
-    await client.end();
-  }
-});
+const freshSchema = freshSchemas('gh_replay');
 
 async function proveExact(store: Store, workers: number, variants: boolean) {
   const clock = manualClock('2026-03-02T08:00:00.000Z');
@@ -129,8 +111,7 @@ describe('replay is exact', () => {
   it.skipIf(!url)(
     `PostgreSQL: ${DECISIONS} recorded decisions replay with 0 differences`,
     async () => {
-      const schema = `gh_replay_${randomBytes(6).toString('hex')}`;
-      schemas.push(schema);
+      const schema = freshSchema();
       const store = await openPostgresStore({ connectionString: url!, schema, pool: { max: 8 } });
       try {
         await proveExact(store, 8, false);

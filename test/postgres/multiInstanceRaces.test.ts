@@ -1,12 +1,6 @@
-/**
- * Several Gatehouse instances on one PostgreSQL schema, attacked where they meet: a connection
- * dropped in the middle of a transaction, an erasure racing an evaluation on another instance.
- * Runs only when GATEHOUSE_TEST_DATABASE_URL points at a database it may create schemas in.
- */
-import { randomBytes } from 'node:crypto';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createHttpApp } from '../../adapters/http/index.js';
 import { openPostgresStore, type PostgresStore } from '../../adapters/postgres/index.js';
 import {
@@ -18,6 +12,7 @@ import {
   type Store,
   systemRandomBytes,
 } from '../../src/index.js';
+import { freshSchemas } from '../support/pgSchemas.js';
 import { APPROVAL_POLICY, BUDGET_POLICY } from '../support/policies.js';
 
 /** The erased budget as a value of its own: a hash or an ID in an event may hold the digits 4321. */
@@ -25,23 +20,7 @@ const ERASED = /\b4321\b/;
 
 const url = process.env['GATEHOUSE_TEST_DATABASE_URL'];
 
-const schemas = new Set<string>();
-const freshSchema = () => {
-  const schema = `gh_races_${randomBytes(6).toString('hex')}`;
-  schemas.add(schema);
-  return schema;
-};
-
-afterAll(async () => {
-  if (!url || schemas.size === 0) return;
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  } finally {
-    await client.end();
-  }
-});
+const freshSchema = freshSchemas('gh_races');
 
 const item = (value: string) => ({
   session_id: 's1',

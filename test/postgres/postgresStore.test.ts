@@ -1,11 +1,5 @@
-/**
- * The PostgreSQL store: the Store contract, plus what only a shared database has to get right —
- * several instances (pools) writing, appending, migrating and claiming at once.
- * Runs only when GATEHOUSE_TEST_DATABASE_URL points at a database it may create schemas in.
- */
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import type pg from 'pg';
+import { describe, expect, it } from 'vitest';
 import { createHttpApp } from '../../adapters/http/index.js';
 import { openPostgresStore, POSTGRES_MIGRATIONS, type PostgresStore } from '../../adapters/postgres/index.js';
 import { openSqliteStore } from '../../adapters/sqlite/index.js';
@@ -21,29 +15,14 @@ import {
   systemRandomBytes,
 } from '../../src/index.js';
 import { runStoreContract } from '../store/contract.js';
+import { freshSchemas } from '../support/pgSchemas.js';
 
 const url = process.env['GATEHOUSE_TEST_DATABASE_URL'];
 const UNREACHABLE = 'postgres://postgres@127.0.0.1:1/test';
 
-const schemas = new Set<string>();
-const freshSchema = () => {
-  const schema = `gh_test_${randomBytes(6).toString('hex')}`;
-  schemas.add(schema);
-  return schema;
-};
+const freshSchema = freshSchemas('gh_test');
 const open = (schema = freshSchema()) =>
   openPostgresStore({ connectionString: url!, schema, pool: { max: 5 } });
-
-afterAll(async () => {
-  if (!url || schemas.size === 0) return;
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  } finally {
-    await client.end();
-  }
-});
 
 if (!url) {
   describe('PostgreSQL store', () => {

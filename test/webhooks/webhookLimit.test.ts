@@ -1,26 +1,12 @@
-/**
- * A tenant has at most MAX_WEBHOOKS_PER_TENANT webhooks: every event is queued once per matching
- * webhook in the transaction that records it, so without a bound one tenant could make each of its
- * evaluations write thousands of rows. Creations at once count one after the other, on one store
- * and across PostgreSQL instances.
- */
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openPostgresStore } from '../../adapters/postgres/index.js';
 import { openSqliteStore } from '../../adapters/sqlite/index.js';
 import { createGatehouse, GatehouseError, type Store } from '../../src/index.js';
 import { MAX_WEBHOOKS_PER_TENANT } from '../../src/operations/webhookOperations.js';
+import { freshSchemas, testDatabaseUrl } from '../support/pgSchemas.js';
 
-const url = process.env['GATEHOUSE_TEST_DATABASE_URL'];
-const schemas: string[] = [];
-afterAll(async () => {
-  if (!url || schemas.length === 0) return;
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await client.end();
-});
+const url = testDatabaseUrl;
+const freshSchema = freshSchemas('gh_hooklimit');
 
 const hook = { url: 'https://hooks.example.com/h', events: ['*'] as ['*'] };
 const gatehouseOn = (store: Store) => createGatehouse({ store, checkWebhookUrl: async () => undefined });
@@ -62,8 +48,7 @@ describe('webhooks per tenant', () => {
   });
 
   it.skipIf(!url)('two PostgreSQL instances creating at once stop at the limit together', async () => {
-    const schema = `gh_hooklimit_${randomBytes(6).toString('hex')}`;
-    schemas.push(schema);
+    const schema = freshSchema();
     const a = await openPostgresStore({ connectionString: url!, schema });
     const b = await openPostgresStore({ connectionString: url!, schema });
     try {
