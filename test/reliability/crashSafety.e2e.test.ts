@@ -288,14 +288,17 @@ describe.each(backends)('kill -9 under load (%s)', (_name, makeBackend, skipReas
     const store = await backend.open();
     cleanups.push(() => store.close());
     const clock = manualClock(new Date(Date.now() + 120_000).toISOString());
+    const drainErrors: unknown[] = [];
     const dispatcher = createWebhookDispatcher({
       store,
       urlPolicy: { allowInsecureLoopback: true },
       clock,
       random: () => 0.5,
+      onError: (error) => drainErrors.push(error),
     });
-    await dispatcher.drain();
+    const drained = await dispatcher.drain();
     await dispatcher.close();
+    expect(drainErrors).toEqual([]);
     const final = await (async () => {
       const s = await startServe(flags, { env: backend.env });
       try {
@@ -304,7 +307,10 @@ describe.each(backends)('kill -9 under load (%s)', (_name, makeBackend, skipReas
         await stopServe(s);
       }
     })();
-    expect(final.filter((d) => d.status !== 'delivered')).toEqual([]);
+    expect(
+      final.filter((d) => d.status !== 'delivered'),
+      `${drained} sent by the drain`,
+    ).toEqual([]);
     expect(final.every((d) => d.last_status_code === 200 && d.attempts >= 1)).toBe(true);
     expect(final.some((d) => d.attempts >= 2)).toBe(true); // the 500s before the crash were recorded
 
