@@ -56,8 +56,9 @@ export function dueFirst({ now, limit }: { now: string; limit: number }): Statem
  * next {@link WALK_TENANTS} tenants with pending deliveries after `after`, one index step each,
  * and each one's first due, unleased deliveries per active webhook (up to `limit`, through
  * `deliveries_pending_by_webhook`, never past a backlog), locked as dueFirst's are. Every tenant
- * looked at has a row (with a NULL delivery where it has none to give), so the walk knows where
- * it stopped. `capped` tenants (at their share) give none.
+ * looked at has a row (with a NULL delivery where it has none to give) and its place in the walk
+ * (`n`), so the walk knows where it stopped: by `n`, the database's order, not JavaScript's
+ * (UTF-16 order differs from byte order beyond U+FFFF). `capped` tenants (at their share) give none.
  */
 export function dueOfNextTenants({
   now,
@@ -78,7 +79,7 @@ export function dueOfNextTenants({
         SELECT (SELECT d.tenant_id FROM deliveries d WHERE d.status = 'pending' AND d.tenant_id > t.tenant_id
             ORDER BY d.tenant_id LIMIT 1), t.n + 1
           FROM tenants t WHERE t.tenant_id IS NOT NULL AND t.n < ?)
-      SELECT c.delivery_id, t.tenant_id, w.id AS webhook_id, c.next_attempt_at
+      SELECT c.delivery_id, t.tenant_id, w.id AS webhook_id, c.next_attempt_at, t.n
       FROM tenants t
       LEFT JOIN webhooks w ON w.tenant_id = t.tenant_id AND w.status = 'active' AND NOT (t.tenant_id = ANY(?::text[]))
       LEFT JOIN LATERAL (SELECT x.delivery_id, x.next_attempt_at FROM deliveries x

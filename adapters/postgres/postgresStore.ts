@@ -461,7 +461,8 @@ function createPostgresStore(
             : [];
           const next = dueOfNextTenants({ now: o.now, limit: o.limit, after: walk.after, capped });
           const walked = await tx.rows(next.sql, next.args);
-          walk.walked([...new Set(walked.map((r) => str(r[1])))].sort());
+          const order = new Map(walked.map((r) => [str(r[1]), num(r[4])]));
+          walk.walked([...order.keys()].sort((a, b) => order.get(a)! - order.get(b)!));
           const seen = new Set(rows.map((r) => str(r[0])));
           for (const r of walked) if (r[0] !== null && !seen.has(str(r[0]))) rows.push(r);
         }

@@ -19,8 +19,9 @@
  * Slots are shared between tenants, not handed out in due order alone: a free slot goes to the
  * tenant holding the fewest, and no tenant holds more than `perTenant` (all but one slot by
  * default). So a tenant whose endpoint never answers, with thousands of deliveries due, holds at
- * most that many slots for a timeout each, and another tenant's event goes out at once in the
- * slot left (src/webhooks/fairShare.ts).
+ * most that many slots for a timeout each, and another tenant's event goes out in the slot left:
+ * at once, or, behind that backlog, once a claim's walk over the tenants with pending deliveries
+ * (16 a claim, a claim every 100 ms meanwhile) reaches its tenant (src/webhooks/fairShare.ts).
  */
 
 import type { Logger } from 'pino';
@@ -102,7 +103,8 @@ export interface WebhookDispatcher {
   drain(): Promise<number>;
   /**
    * Stops claiming, waits for attempts in flight up to `deadlineMs` (default 10 s), then aborts
-   * those still waiting for their endpoint; safe twice.
+   * those still waiting for their endpoint (through its own HTTP client; one passed as
+   * `dispatcher` is the caller's to close); safe twice.
    */
   close(deadlineMs?: number): Promise<void>;
 }
@@ -114,6 +116,9 @@ const RECORD_WAIT_MS = 2;
 
 /** How long `close()` waits for the outcomes of the attempts it aborted to be recorded. */
 const ABORTED_RECORD_MS = 1000;
+
+/** How soon the sender looks again while a tenant holds its cap and slots are free. */
+const CAPPED_LOOK_MS = 100;
 
 /** Most outcomes recorded by one commit. */
 const RECORD_BATCH_MAX = 64;
@@ -177,6 +182,9 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   const random = options.random ?? Math.random;
   const concurrency = options.concurrency ?? 8;
   const perTenant = options.perTenant ?? Math.max(1, concurrency - 1);
+  if (!Number.isInteger(perTenant) || perTenant < 1) {
+    throw new RangeError(`perTenant must be a positive integer (got ${perTenant}): 0 would send nothing.`);
+  }
   const leaseMs = options.leaseMs ?? 60_000;
   const timeoutMs = options.timeoutMs ?? 15_000;
   const pollMs = options.pollIntervalMs ?? 1000;
@@ -543,8 +551,10 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
         if (got === limit) continue;
         if (anyAtCap()) {
           // A tenant at its cap may have left due deliveries: worth a look once it lets one go
-          // (an attempt that ends is not enough: its slot is held until its outcome is recorded).
-          await sleep(pollMs, true);
+          // (an attempt that ends is not enough: its slot is held until its outcome is recorded),
+          // and soon anyway: each claim walks only the next 16 tenants with pending deliveries, so
+          // another tenant's event may be found only a few claims on.
+          await sleep(Math.min(pollMs, CAPPED_LOOK_MS), true);
           continue;
         }
         // Fewer than asked: nothing else is due now. Sleep until the next one is, or a wake.

@@ -648,6 +648,43 @@ export function runStoreContract(factory: StoreFactory): void {
         expect(claimed).toEqual(['dlv_hog_000', 'dlv_hog_001', 'dlv_hog_002', 'dlv_z_000']);
       });
 
+      it("walks on from the last tenant in the store's order, also where IDs sort otherwise in JavaScript", async () => {
+        const at = (ms: number) => new Date(clock().getTime() + ms).toISOString();
+        const queue = async (tenantId: string, due: (n: number) => string, count: number) => {
+          await gh.recordState(item(), { tenantId });
+          const event = (await gh.readHistory({ limit: 1 }, { tenantId })).events[0]!;
+          const hook = await gh.createWebhook(
+            { url: 'https://hooks.example.com/h', events: ['*'] },
+            { tenantId },
+          );
+          const rows = Array.from({ length: count }, (_, n) => ({
+            delivery_id: `dlv_${Buffer.from(tenantId).toString('hex')}_${String(n).padStart(3, '0')}`,
+            webhook_id: hook.id,
+            event_id: event.event_id,
+            event_type: event.type,
+            next_attempt_at: due(n),
+            created_at: at(0),
+          }));
+          await store.transaction((tx) => tx.insertDeliveries(tenantId, rows));
+          return rows[0]!.delivery_id;
+        };
+        // Byte (UTF-8) order: 'a' < 'a\uFF21' < 'a\u{1F600}…'; UTF-16 order puts 'a\uFF21' last.
+        await queue('a', (n) => at(n), 100);
+        await queue('a\uFF21', () => at(3_600_000), 1);
+        for (let t = 0; t < WALK_TENANTS + 1; t++)
+          await queue(`a\u{1F600}${String(t).padStart(2, '0')}`, () => at(3_600_000), 1);
+        const late = await queue('a\u{1F600}zz', () => at(500), 1);
+        const now = at(1000);
+        const lease = at(60_000);
+        const claimed: string[] = [];
+        for (let n = 0; n < 2; n++) {
+          const got = await store.claimDueDeliveries({ now, leaseUntil: lease, limit: 2 });
+          claimed.push(...got.map((c) => c.delivery.delivery_id));
+        }
+        // The first walk looked at 16 tenants (to the 14th emoji one); the second reaches the late one.
+        expect(claimed).toContain(late);
+      });
+
       it('rotates secrets with an overlap, redelivers, deletes', async () => {
         const w = await gh.createWebhook({ url: 'https://hooks.example.com/a', events: ['state_change'] });
         const rotated = await gh.rotateWebhookSecret(w.id, { overlap_seconds: 3600 });

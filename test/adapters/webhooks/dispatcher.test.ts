@@ -395,6 +395,14 @@ describe('webhook dispatcher', () => {
     expect(hogDeliveries.filter((x) => x.attempts > 0)).toHaveLength(0);
   });
 
+  it('refuses a perTenant share that would send nothing', () => {
+    for (const perTenant of [0, -1, 1.5, Number.NaN]) {
+      expect(() => createWebhookDispatcher({ store: openSqliteStore(), urlPolicy, perTenant })).toThrow(
+        /perTenant must be a positive integer/,
+      );
+    }
+  });
+
   it('close() keeps its deadline while an endpoint never answers: the attempt is aborted and recorded', async () => {
     const silent = await receiver(() => {
       // Never answers.
