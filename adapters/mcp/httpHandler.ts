@@ -10,7 +10,15 @@ import {
   WebStandardStreamableHTTPServerTransport,
 } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Logger } from 'pino';
-import { type Gatehouse, GatehouseError, hasScope, type Principal, type Scope } from '../../src/index.js';
+import {
+  type CompiledPolicy,
+  compilePolicy,
+  type Gatehouse,
+  GatehouseError,
+  hasScope,
+  type Principal,
+  type Scope,
+} from '../../src/index.js';
 import { createHostOriginCheck, type HostOriginCheckOptions } from './hostOriginCheck.js';
 import { createMcpServer } from './mcpServer.js';
 import { GATEHOUSE_TOOLS } from './tools/index.js';
@@ -162,9 +170,27 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
   const idle = new Map<string, McpServer[]>();
   // The credential check of the request a server serves now (servers outlive requests).
   const callerChecks = new WeakMap<McpServer, McpCallerCheck | undefined>();
-  const build = (principal: Principal) => {
+  /** Tenants' policies in force by revision, compiled once (the instance's is compiled already). */
+  const compiled = new Map<string, CompiledPolicy>();
+  /**
+   * The tenant's policy in force, which its tool descriptions tell the model about. Servers are
+   * pooled by its revision too: once another is activated, new servers describe it.
+   */
+  const tenantPolicy = async (tenantId: string): Promise<CompiledPolicy> => {
+    const active = await options.gatehouse.getActivePolicy({ tenantId });
+    if (active.revision === options.gatehouse.policy.revision) return options.gatehouse.policy;
+    let policy = compiled.get(active.revision);
+    if (!policy) {
+      policy = compilePolicy(active.source);
+      if (compiled.size >= MAX_POOLED_CONTEXTS) compiled.delete(compiled.keys().next().value as string);
+      compiled.set(active.revision, policy);
+    }
+    return policy;
+  };
+  const build = (principal: Principal, policy: CompiledPolicy) => {
     const server: McpServer = createMcpServer({
       gatehouse: options.gatehouse,
+      policy,
       context: {
         tenantId: principal.tenantId,
         allowedSources: principal.sources,
@@ -203,7 +229,9 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     }
     const stepUp = stepUpAnswer(principal, 'parsedBody' in body ? body.parsedBody : undefined);
     if (stepUp) return stepUp;
+    const policy = await tenantPolicy(principal.tenantId);
     const key = JSON.stringify([
+      policy.revision,
       principal.keyId,
       principal.tenantId,
       principal.scopes,
@@ -211,7 +239,7 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
       principal.labels,
       principal.record,
     ]);
-    const server = idle.get(key)?.pop() ?? build(principal);
+    const server = idle.get(key)?.pop() ?? build(principal, policy);
     callerChecks.set(server, checkCaller);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,

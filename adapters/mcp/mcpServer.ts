@@ -8,6 +8,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Logger } from 'pino';
 import {
   type CallContext,
+  type CompiledPolicy,
   type Gatehouse,
   packageVersion,
   parseInput,
@@ -38,6 +39,12 @@ export interface McpCallContext extends CallContext {
 export interface CreateMcpServerOptions {
   /** The core the tools call. */
   gatehouse: Gatehouse;
+  /**
+   * The client's tenant's policy in force, which the tool descriptions tell the model about (the
+   * sources it may claim and their trust). The core enforces the tenant's policy whatever this is.
+   * @default `gatehouse.policy` (the instance's)
+   */
+  policy?: CompiledPolicy;
   /**
    * Session used when a tool call gives no `session_id`; when set, `session_id` is optional in the
    * tool schemas. @default none: `session_id` is required
@@ -94,6 +101,7 @@ export function createMcpServer(options: CreateMcpServerOptions): McpServer {
   const allowedSources = options.context?.allowedSources ?? DEFAULT_MCP_SOURCES;
   const env: ToolEnvironment = {
     gatehouse: options.gatehouse,
+    policy: options.policy ?? options.gatehouse.policy,
     context: {
       ...(options.context?.tenantId === undefined ? {} : { tenantId: options.context.tenantId }),
       ...(options.context?.keyId === undefined ? {} : { keyId: options.context.keyId }),

@@ -5,7 +5,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Logger } from 'pino';
-import { type Gatehouse, GatehouseError } from '../../src/index.js';
+import { compilePolicy, type Gatehouse, GatehouseError } from '../../src/index.js';
 import { createMcpServer, DEFAULT_MCP_SOURCES } from './mcpServer.js';
 
 /** Options for {@link runStdioServer}. */
@@ -40,7 +40,14 @@ export async function runStdioServer(options: StdioServerOptions): Promise<void>
   const running = new Set<Promise<unknown>>();
   let server: McpServer;
   try {
-    const known = Object.keys(options.gatehouse.policy.sources);
+    // The tenant's policy in force (an owner may have activated another since this process's
+    // policy file): its sources are what the client may claim, and what the tools describe.
+    const active = await options.gatehouse.getActivePolicy();
+    const policy =
+      active.revision === options.gatehouse.policy.revision
+        ? options.gatehouse.policy
+        : compilePolicy(active.source);
+    const known = Object.keys(policy.sources);
     const unknown = (options.allowedSources ?? []).filter((source) => !known.includes(source));
     if (unknown.length > 0) {
       throw new GatehouseError(
@@ -50,6 +57,7 @@ export async function runStdioServer(options: StdioServerOptions): Promise<void>
     }
     server = createMcpServer({
       gatehouse: options.gatehouse,
+      policy,
       ...(options.defaultSessionId === undefined ? {} : { defaultSessionId: options.defaultSessionId }),
       context: { allowedSources: options.allowedSources ?? DEFAULT_MCP_SOURCES },
       ...(log === undefined ? {} : { logger: log }),

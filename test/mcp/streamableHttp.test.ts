@@ -16,7 +16,7 @@ import {
   type HistoryPage,
   systemRandomBytes,
 } from '../../src/index.js';
-import { budgetGatehouse, startMcpHttpServer, textOf } from './fixtures.js';
+import { BUDGET_POLICY_YAML, budgetGatehouse, startMcpHttpServer, textOf } from './fixtures.js';
 
 let gh: Gatehouse;
 let server: RunningServer;
@@ -57,6 +57,32 @@ afterAll(async () => {
 });
 
 describe('MCP over Streamable HTTP', () => {
+  it("describes record_state from the tenant's policy in force, and from the next one once it is activated", async () => {
+    const tenantId = 'trusting';
+    const client = await connect(await newKey({ tenantId, scopes: ALL_SCOPES }));
+    const describedSources = async () =>
+      /You may claim: (.*?)\. Any other/.exec(
+        (await client.listTools()).tools.find((t) => t.name === 'record_state')!.description!,
+      )?.[1];
+    // The instance's policy until the tenant activates its own.
+    expect(await describedSources()).toContain('user_input (trust 3');
+    const activate = async (userInputTrust: number) => {
+      const { revision } = await gh.getActivePolicy({ tenantId });
+      const policy = `${BUDGET_POLICY_YAML}sources: { system: 9, user_input: ${userInputTrust}, tool_output: 2, retrieval: 1, agent_inference: 1 }\n`;
+      await gh.activatePolicy({ policy, expected_revision: revision }, { tenantId });
+    };
+    await activate(7);
+    expect(await describedSources()).toContain('user_input (trust 7');
+    await activate(8);
+    expect(await describedSources()).toContain('user_input (trust 8');
+    // What the tenant's client is told is what the core applies to its writes.
+    const recorded = await client.callTool({
+      name: 'record_state',
+      arguments: { session_id: 'p1', key: 'budget.limit', value: '5000', type: 'fact', source: 'user_input' },
+    });
+    expect(recorded.structuredContent).toMatchObject({ outcome: 'created', item: { trust: 8 } });
+  });
+
   it('a valid key lists and calls the tools', async () => {
     const client = await connect(await newKey({ tenantId: 'acme', scopes: ALL_SCOPES }));
     const { tools } = await client.listTools();

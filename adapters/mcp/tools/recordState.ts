@@ -23,7 +23,7 @@ const TYPE_MEANING: Record<string, string> = {
 
 /** The description tells the model which sources it may claim and which values it cannot overwrite. */
 function describe(env: ToolEnvironment): string {
-  const policy = env.gatehouse.policy;
+  const policy = env.policy;
   const claimable = env.context.allowedSources.filter((s) => policy.sources[s] !== undefined);
   const maxTrust = maxClaimableTrust(policy.sources, claimable);
   const higher = Object.entries(policy.sources)

@@ -3,7 +3,13 @@
  * default session. Its own file so tool modules and the server share it without an import circle.
  */
 import type { Logger } from 'pino';
-import { type CallContext, type Gatehouse, GatehouseError, type Scope } from '../../../src/index.js';
+import {
+  type CallContext,
+  type CompiledPolicy,
+  type Gatehouse,
+  GatehouseError,
+  type Scope,
+} from '../../../src/index.js';
 
 /** Called with each running tool call, so a transport can let them finish before closing. */
 export type CallTracker = (call: Promise<unknown>) => void;
@@ -12,6 +18,8 @@ export type CallTracker = (call: Promise<unknown>) => void;
 export interface ToolEnvironment {
   /** The core the tools call. */
   gatehouse: Gatehouse;
+  /** The tenant's policy the descriptions are written from (its sources, trust levels, types). */
+  policy: CompiledPolicy;
   /** Tenant and source cap of every core call (`allowedSources` always set). */
   context: CallContext & { allowedSources: readonly string[] };
   /** Scopes the client holds; `undefined`: every scope (local use). */
