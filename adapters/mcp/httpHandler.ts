@@ -11,7 +11,6 @@ import {
 } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Logger } from 'pino';
 import {
-  type CompiledPolicy,
   compilePolicy,
   type Gatehouse,
   GatehouseError,
@@ -22,6 +21,7 @@ import {
 import { createHostOriginCheck, type HostOriginCheckOptions } from './hostOriginCheck.js';
 import { createMcpServer } from './mcpServer.js';
 import { GATEHOUSE_TOOLS } from './tools/index.js';
+import type { DescribedPolicy } from './tools/toolEnvironment.js';
 
 /** The status logged for a request whose client went away before its answer (nginx's 499). */
 const CLIENT_CLOSED_REQUEST = 499;
@@ -170,24 +170,33 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
   const idle = new Map<string, McpServer[]>();
   // The credential check of the request a server serves now (servers outlive requests).
   const callerChecks = new WeakMap<McpServer, McpCallerCheck | undefined>();
-  /** Tenants' policies in force by revision, compiled once (the instance's is compiled already). */
-  const compiled = new Map<string, CompiledPolicy>();
+  // What the tool descriptions need of each tenant's policy in force (its sources and types), by
+  // revision. Only that is kept, not the compiled policy: the core holds those, and a tenant's is
+  // compiled here again only after its entry was dropped (a 48 KiB policy takes a tenth of a second,
+  // with the event loop blocked). Kept by revision, not tenant: a revision is the hash of the
+  // document, so tenants with the same one share it. Least recently used dropped first.
+  const described = new Map<string, DescribedPolicy>();
   /**
    * The tenant's policy in force, which its tool descriptions tell the model about. Servers are
    * pooled by its revision too: once another is activated, new servers describe it.
    */
-  const tenantPolicy = async (tenantId: string): Promise<CompiledPolicy> => {
+  const tenantPolicy = async (tenantId: string): Promise<{ revision: string; policy: DescribedPolicy }> => {
     const active = await options.gatehouse.getActivePolicy({ tenantId });
-    if (active.revision === options.gatehouse.policy.revision) return options.gatehouse.policy;
-    let policy = compiled.get(active.revision);
-    if (!policy) {
-      policy = compilePolicy(active.source);
-      if (compiled.size >= MAX_POOLED_CONTEXTS) compiled.delete(compiled.keys().next().value as string);
-      compiled.set(active.revision, policy);
+    const { revision } = active;
+    if (revision === options.gatehouse.policy.revision) return { revision, policy: options.gatehouse.policy };
+    let policy = described.get(revision);
+    if (policy) {
+      described.delete(revision);
+    } else {
+      const { sources, types } = compilePolicy(active.source);
+      policy = { sources, types };
+      if (described.size >= MAX_DESCRIBED_REVISIONS)
+        described.delete(described.keys().next().value as string);
     }
-    return policy;
+    described.set(revision, policy);
+    return { revision, policy };
   };
-  const build = (principal: Principal, policy: CompiledPolicy) => {
+  const build = (principal: Principal, policy: DescribedPolicy) => {
     const server: McpServer = createMcpServer({
       gatehouse: options.gatehouse,
       policy,
@@ -229,9 +238,9 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     }
     const stepUp = stepUpAnswer(principal, 'parsedBody' in body ? body.parsedBody : undefined);
     if (stepUp) return stepUp;
-    const policy = await tenantPolicy(principal.tenantId);
+    const { revision, policy } = await tenantPolicy(principal.tenantId);
     const key = JSON.stringify([
-      policy.revision,
+      revision,
       principal.keyId,
       principal.tenantId,
       principal.scopes,
@@ -316,5 +325,11 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
 
 /** Caller contexts whose idle servers are kept (oldest dropped first). */
 const MAX_POOLED_CONTEXTS = 64;
+/**
+ * Revisions whose sources and types are kept for descriptions: more than the tenants of a large
+ * deployment have in force at once, so none is compiled again in turn. Each is a few hundred
+ * bytes (a 48 KiB policy of nothing but sources: 48 KiB).
+ */
+const MAX_DESCRIBED_REVISIONS = 1024;
 /** Idle servers kept per context: enough for the requests one context has in flight. */
 const MAX_POOLED_SERVERS = 8;

@@ -8,7 +8,6 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Logger } from 'pino';
 import {
   type CallContext,
-  type CompiledPolicy,
   type Gatehouse,
   packageVersion,
   parseInput,
@@ -18,7 +17,7 @@ import {
 import { screenIncomingRequests } from './requestScreen.js';
 import { registerSessionResources } from './sessionResources.js';
 import { GATEHOUSE_TOOLS } from './tools/index.js';
-import type { CallTracker, ToolEnvironment } from './tools/toolEnvironment.js';
+import type { CallTracker, DescribedPolicy, ToolEnvironment } from './tools/toolEnvironment.js';
 
 /**
  * Sources an MCP client may claim unless configured otherwise: a model may report tool results,
@@ -44,7 +43,7 @@ export interface CreateMcpServerOptions {
    * sources it may claim and their trust). The core enforces the tenant's policy whatever this is.
    * @default `gatehouse.policy` (the instance's)
    */
-  policy?: CompiledPolicy;
+  policy?: DescribedPolicy;
   /**
    * Session used when a tool call gives no `session_id`; when set, `session_id` is optional in the
    * tool schemas. @default none: `session_id` is required

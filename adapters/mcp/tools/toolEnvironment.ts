@@ -11,6 +11,9 @@ import {
   type Scope,
 } from '../../../src/index.js';
 
+/** What tool descriptions tell the model of a policy: its sources with their trust, its types. */
+export type DescribedPolicy = Pick<CompiledPolicy, 'sources' | 'types'>;
+
 /** Called with each running tool call, so a transport can let them finish before closing. */
 export type CallTracker = (call: Promise<unknown>) => void;
 
@@ -19,7 +22,7 @@ export interface ToolEnvironment {
   /** The core the tools call. */
   gatehouse: Gatehouse;
   /** The tenant's policy the descriptions are written from (its sources, trust levels, types). */
-  policy: CompiledPolicy;
+  policy: DescribedPolicy;
   /** Tenant and source cap of every core call (`allowedSources` always set). */
   context: CallContext & { allowedSources: readonly string[] };
   /** Scopes the client holds; `undefined`: every scope (local use). */
