@@ -39,9 +39,9 @@ const NEXT_PENDING_TENANT = `SELECT tenant_id FROM deliveries INDEXED BY deliver
   ORDER BY tenant_id LIMIT 1`;
 
 /**
- * A tenant's due, unleased deliveries of its active webhooks: the first `?` of each webhook, due
- * first, through the partial index `deliveries_pending_by_webhook` (a backlog of one webhook is
- * never read past its first few).
+ * A tenant's due, unleased deliveries of its active webhooks, as {@link DUE_FIRST} reads them (the
+ * tenant's ID passed in as a column): each webhook's first few, due first, through the partial
+ * index `deliveries_pending_by_webhook`, so a webhook's backlog is never read past them.
  */
 const DUE_OF_TENANT = `SELECT d.rowid, ?, d.webhook_id, d.next_attempt_at FROM webhooks w
   CROSS JOIN deliveries d ON d.rowid IN (SELECT x.rowid FROM deliveries x INDEXED BY deliveries_pending_by_webhook

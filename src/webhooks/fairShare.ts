@@ -50,7 +50,10 @@ export class TenantWalk {
     return this.#after;
   }
 
-  /** Notes the walk's last tenant, and whether it found fewer than {@link WALK_TENANTS} (the end). */
+  /**
+   * Notes a walk: the tenants it looked at, in the store's order. Fewer than {@link WALK_TENANTS}
+   * means it reached the end, and the next starts from the first.
+   */
   walked(tenants: readonly string[]): void {
     this.#after = tenants.length < WALK_TENANTS ? '' : tenants[tenants.length - 1]!;
   }
@@ -61,14 +64,14 @@ export function webhookShareKey(tenantId: string, webhookId: string): string {
   return `${tenantId}\n${webhookId}`;
 }
 
-/** One webhook's due candidates, earliest first, and how many its tenant's sender holds. */
+/** One webhook's due candidates, earliest first, and how many of its deliveries the sender holds. */
 interface Queue<C> {
   held: number;
   items: C[];
   next: number;
 }
 
-/** A tenant's webhooks and how many the sender holds of the tenant. */
+/** A tenant's webhooks, and how many of its deliveries the sender holds. */
 interface TenantQueues<C> {
   held: number;
   hooks: Array<Queue<C>>;
@@ -95,9 +98,9 @@ function pick<Q extends { held: number }>(
 }
 
 /**
- * Chooses up to `limit` of `candidates`, a slot at a time: to the
- * tenant holding the fewest (counting what this choice gave it), below `share.perTenant`; within
- * it to the webhook holding the fewest; the earliest due breaks ties. Returned due-first.
+ * Chooses up to `limit` of `candidates`, a slot at a time: to the tenant holding the fewest
+ * (counting what this choice gave it), below `share.perTenant`; within it to the webhook holding
+ * the fewest; the earliest due breaks ties. Returned due-first.
  * @example
  * fairShare(due, 4, { heldByTenant: new Map([['acme', 3]]), heldByWebhook: new Map(), perTenant: 3 });
  * // none of acme's: it holds its cap
