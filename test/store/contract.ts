@@ -564,34 +564,51 @@ export function runStoreContract(factory: StoreFactory): void {
         expect(byId.get('dlv_plain')).toBeNull();
       });
 
-      it("shares a claim between tenants: one tenant's backlog, due first, neither hides nor outranks another's delivery", async () => {
-        // The hog's webhook comes after its event: only the backlog below is queued for it.
-        await gh.recordState(item(), { tenantId: 'hog' });
-        const hog = await gh.createWebhook(
-          { url: 'https://hooks.example.com/hog', events: ['*'] },
-          { tenantId: 'hog' },
+      /** An ISO time `ms` after the test clock's now. */
+      const inMs = (ms: number) => new Date(clock().getTime() + ms).toISOString();
+
+      /**
+       * Records an event for `tenantId`, then gives it a webhook and `count` deliveries of that
+       * event, the n-th due at `due(n)` and named `dlv_<label>_<n>`: a backlog or retries, written
+       * directly. The webhook's ID and the deliveries' IDs.
+       */
+      const queueDeliveries = async (
+        tenantId: string,
+        due: (n: number) => string,
+        count: number,
+        label = tenantId,
+      ) => {
+        await gh.recordState(item(), { tenantId });
+        const event = (await gh.readHistory({ limit: 1 }, { tenantId })).events[0]!;
+        const hook = await gh.createWebhook(
+          { url: 'https://hooks.example.com/h', events: ['*'] },
+          { tenantId },
         );
+        const rows = Array.from({ length: count }, (_, n) => ({
+          delivery_id: `dlv_${label}_${String(n).padStart(3, '0')}`,
+          webhook_id: hook.id,
+          event_id: event.event_id,
+          event_type: event.type,
+          next_attempt_at: due(n),
+          created_at: inMs(0),
+        }));
+        await store.transaction((tx) => tx.insertDeliveries(tenantId, rows));
+        return { hookId: hook.id, ids: rows.map((r) => r.delivery_id) };
+      };
+
+      it("shares a claim between tenants: one tenant's backlog, due first, neither hides nor outranks another's delivery", async () => {
+        // The hog's webhook comes after its event: only the backlog is queued for it.
+        const hog = await queueDeliveries('hog', (n) => inMs(n), 300);
         const other = await gh.createWebhook(
           { url: 'https://hooks.example.com/b', events: ['*'] },
           { tenantId: 'b' },
         );
-        const hogEvent = (await gh.readHistory({ limit: 1 }, { tenantId: 'hog' })).events[0]!;
-        const at = (ms: number) => new Date(clock().getTime() + ms).toISOString();
-        const backlog = Array.from({ length: 300 }, (_, n) => ({
-          delivery_id: `dlv_hog_${String(n).padStart(3, '0')}`,
-          webhook_id: hog.id,
-          event_id: hogEvent.event_id,
-          event_type: hogEvent.type,
-          next_attempt_at: at(n),
-          created_at: at(0),
-        }));
-        await store.transaction((tx) => tx.insertDeliveries('hog', backlog));
         // The other tenant's one delivery is due after the whole backlog.
         clock.advance(1000);
         await gh.recordState(item(), { tenantId: 'b' });
         const [late] = await gh.listDeliveries(other.id, {}, { tenantId: 'b' });
-        const now = at(1000);
-        const lease = at(60_000);
+        const now = inMs(1000);
+        const lease = inMs(60_000);
         const claimed = await store.claimDueDeliveries({ now, leaseUntil: lease, limit: 4 });
         // Max-min: the other tenant's one, and the hog's three earliest, handed out due-first.
         expect(claimed.map((c) => c.delivery.delivery_id)).toEqual([
@@ -603,7 +620,7 @@ export function runStoreContract(factory: StoreFactory): void {
         // A sender that holds the hog's cap already claims none of its deliveries.
         const share = {
           heldByTenant: new Map([['hog', 3]]),
-          heldByWebhook: new Map([[webhookShareKey('hog', hog.id), 3]]),
+          heldByWebhook: new Map([[webhookShareKey('hog', hog.hookId), 3]]),
           perTenant: 3,
         };
         expect(await store.claimDueDeliveries({ now, leaseUntil: lease, limit: 4, share })).toEqual([]);
@@ -614,31 +631,13 @@ export function runStoreContract(factory: StoreFactory): void {
       });
 
       it('reaches a tenant behind a backlog and many tenants waiting on retries within a few claims, each claim looking at a bounded number', async () => {
-        const at = (ms: number) => new Date(clock().getTime() + ms).toISOString();
-        const queue = async (tenantId: string, due: (n: number) => string, count: number) => {
-          await gh.recordState(item(), { tenantId });
-          const event = (await gh.readHistory({ limit: 1 }, { tenantId })).events[0]!;
-          const hook = await gh.createWebhook(
-            { url: 'https://hooks.example.com/h', events: ['*'] },
-            { tenantId },
-          );
-          const rows = Array.from({ length: count }, (_, n) => ({
-            delivery_id: `dlv_${tenantId}_${String(n).padStart(3, '0')}`,
-            webhook_id: hook.id,
-            event_id: event.event_id,
-            event_type: event.type,
-            next_attempt_at: due(n),
-            created_at: at(0),
-          }));
-          await store.transaction((tx) => tx.insertDeliveries(tenantId, rows));
-        };
         // Twenty tenants whose deliveries wait on retries an hour away sort before the others.
         for (let t = 0; t < WALK_TENANTS + 4; t++)
-          await queue(`a${String(t).padStart(2, '0')}`, () => at(3_600_000), 1);
-        await queue('hog', (n) => at(n), 100);
-        await queue('z', () => at(500), 1);
-        const now = at(1000);
-        const lease = at(60_000);
+          await queueDeliveries(`a${String(t).padStart(2, '0')}`, () => inMs(3_600_000), 1);
+        await queueDeliveries('hog', (n) => inMs(n), 100);
+        await queueDeliveries('z', () => inMs(500), 1);
+        const now = inMs(1000);
+        const lease = inMs(60_000);
         const claimed: string[] = [];
         for (let n = 0; n < 3 && !claimed.includes('dlv_z_000'); n++) {
           const got = await store.claimDueDeliveries({ now, leaseUntil: lease, limit: 2 });
@@ -649,33 +648,16 @@ export function runStoreContract(factory: StoreFactory): void {
       });
 
       it("walks on from the last tenant in the store's order, also where IDs sort otherwise in JavaScript", async () => {
-        const at = (ms: number) => new Date(clock().getTime() + ms).toISOString();
-        const queue = async (tenantId: string, due: (n: number) => string, count: number) => {
-          await gh.recordState(item(), { tenantId });
-          const event = (await gh.readHistory({ limit: 1 }, { tenantId })).events[0]!;
-          const hook = await gh.createWebhook(
-            { url: 'https://hooks.example.com/h', events: ['*'] },
-            { tenantId },
-          );
-          const rows = Array.from({ length: count }, (_, n) => ({
-            delivery_id: `dlv_${Buffer.from(tenantId).toString('hex')}_${String(n).padStart(3, '0')}`,
-            webhook_id: hook.id,
-            event_id: event.event_id,
-            event_type: event.type,
-            next_attempt_at: due(n),
-            created_at: at(0),
-          }));
-          await store.transaction((tx) => tx.insertDeliveries(tenantId, rows));
-          return rows[0]!.delivery_id;
-        };
+        const queue = async (tenantId: string, due: (n: number) => string, count: number) =>
+          (await queueDeliveries(tenantId, due, count, Buffer.from(tenantId).toString('hex'))).ids[0]!;
         // Byte (UTF-8) order: 'a' < 'a\uFF21' < 'a\u{1F600}…'; UTF-16 order puts 'a\uFF21' last.
-        await queue('a', (n) => at(n), 100);
-        await queue('a\uFF21', () => at(3_600_000), 1);
+        await queue('a', (n) => inMs(n), 100);
+        await queue('a\uFF21', () => inMs(3_600_000), 1);
         for (let t = 0; t < WALK_TENANTS + 1; t++)
-          await queue(`a\u{1F600}${String(t).padStart(2, '0')}`, () => at(3_600_000), 1);
-        const late = await queue('a\u{1F600}zz', () => at(500), 1);
-        const now = at(1000);
-        const lease = at(60_000);
+          await queue(`a\u{1F600}${String(t).padStart(2, '0')}`, () => inMs(3_600_000), 1);
+        const late = await queue('a\u{1F600}zz', () => inMs(500), 1);
+        const now = inMs(1000);
+        const lease = inMs(60_000);
         const claimed: string[] = [];
         for (let n = 0; n < 2; n++) {
           const got = await store.claimDueDeliveries({ now, leaseUntil: lease, limit: 2 });
