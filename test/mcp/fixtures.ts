@@ -1,6 +1,8 @@
 /**
  * Shared fixtures for the MCP tests: a policy with a budget rule, and a Gatehouse on SQLite :memory:.
  */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createHttpApp, type RunningServer, startHttpServer } from '../../adapters/http/index.js';
 import { createMcpHttpHandler } from '../../adapters/mcp/index.js';
 import { openSqliteStore } from '../../adapters/sqlite/index.js';
@@ -36,6 +38,15 @@ export function startMcpHttpServer(gh: Gatehouse): Promise<RunningServer> {
 }
 
 /** The text of the first content block of a tool result. */
+/** The real SDK client connected to `<url>/mcp` over Streamable HTTP, with `key` as its bearer (none: no header). */
+export async function connectMcpHttp(url: string, key: string | undefined, name: string): Promise<Client> {
+  const headers: Record<string, string> = key === undefined ? {} : { Authorization: `Bearer ${key}` };
+  const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers } });
+  const client = new Client({ name, version: '1.0.0' });
+  await client.connect(transport);
+  return client;
+}
+
 export function textOf(result: object): string {
   const content = (result as { content?: Array<{ type: string; text?: string }> }).content;
   return content?.[0]?.text ?? '';

@@ -2,8 +2,7 @@
  * MCP over Streamable HTTP on loopback: `/mcp` of the real HTTP app, behind bearer auth, with the
  * real SDK Client and StreamableHTTPClientTransport.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpApp, type RunningServer, startHttpServer } from '../../adapters/http/index.js';
 import { createMcpHttpHandler } from '../../adapters/mcp/index.js';
@@ -16,7 +15,13 @@ import {
   type HistoryPage,
   systemRandomBytes,
 } from '../../src/index.js';
-import { BUDGET_POLICY_YAML, budgetGatehouse, startMcpHttpServer, textOf } from './fixtures.js';
+import {
+  BUDGET_POLICY_YAML,
+  budgetGatehouse,
+  connectMcpHttp,
+  startMcpHttpServer,
+  textOf,
+} from './fixtures.js';
 
 let gh: Gatehouse;
 let server: RunningServer;
@@ -35,12 +40,7 @@ async function newKey(options: CreateApiKeyOptions): Promise<string> {
 }
 
 async function connect(key: string | undefined): Promise<Client> {
-  const headers: Record<string, string> = key === undefined ? {} : { Authorization: `Bearer ${key}` };
-  const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
-    requestInit: { headers },
-  });
-  const client = new Client({ name: 'gatehouse-http-test', version: '1.0.0' });
-  await client.connect(transport);
+  const client = await connectMcpHttp(server.url, key, 'gatehouse-http-test');
   clients.push(client);
   return client;
 }

@@ -4,12 +4,11 @@
  * more tenants than its pool holds have policies of their own (a 48 KiB policy takes a tenth of a
  * second to compile, with the event loop blocked).
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RunningServer } from '../../adapters/http/index.js';
 import { createApiKey, createIdGenerator, type Gatehouse, systemRandomBytes } from '../../src/index.js';
-import { BUDGET_POLICY_YAML, budgetGatehouse, startMcpHttpServer } from './fixtures.js';
+import { BUDGET_POLICY_YAML, budgetGatehouse, connectMcpHttp, startMcpHttpServer } from './fixtures.js';
 
 // The real compiler, counted: how many policies the MCP adapter compiles (the core imports its
 // compiler directly, so its own compilations are not counted here).
@@ -42,11 +41,7 @@ async function connect(tenantId: string): Promise<Client> {
     scopes: ['state:write'],
     sources: ['tool_output', `crm_${tenantId.slice(1)}`],
   });
-  const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
-    requestInit: { headers: { Authorization: `Bearer ${secret}` } },
-  });
-  const client = new Client({ name: 'gatehouse-tenant-policies-test', version: '1.0.0' });
-  await client.connect(transport);
+  const client = await connectMcpHttp(server.url, secret, 'gatehouse-tenant-policies-test');
   clients.push(client);
   return client;
 }
